@@ -1,0 +1,28 @@
+import { Type } from '@sinclair/typebox'
+import { AuthenticatedErrors, Uuid } from './common.js'
+
+export const PermissionName = Type.Union(
+  ['documents', 'bank_accounts', 'customers', 'marketplace', 'chat', 'admin'].map((name) => Type.Literal(name)),
+)
+
+export const UserCompany = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  trade_name: Type.Union([Type.String(), Type.Null()]),
+  tax_id: Type.String({ description: 'CNPJ, 14 characters without punctuation' }),
+  roles: Type.Array(
+    Type.Object({
+      company_role_id: Uuid,
+      role: Type.Union([Type.Literal('seller'), Type.Literal('buyer')]),
+      permissions: Type.Array(PermissionName, { description: '`admin` grants every permission' }),
+    }),
+  ),
+})
+export const UserCompanies = Type.Array(UserCompany)
+
+export const userCompaniesRouteSchema = {
+  tags: ['company'],
+  summary: "The caller's companies and active company roles",
+  description: 'Ordered by company name.',
+  response: { 200: UserCompanies, 401: AuthenticatedErrors[401], 503: AuthenticatedErrors[503] },
+}

@@ -1,0 +1,41 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+/** Durations are whole seconds or a number with a unit: `300`, `90s`, `5m`, `12h`, `30d`. */
+const Duration = Type.String({ pattern: '^[0-9]+[smhd]?$' })
+const NonEmpty = Type.String({ minLength: 1 })
+
+/**
+ * The environment the service reads. Every value is a string as the environment gives it;
+ * `src/config.ts` turns the validated strings into typed settings.
+ */
+export const EnvironmentSchema = Type.Object({
+  NODE_ENV: Type.Optional(Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')])),
+  PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
+  HOST: Type.Optional(NonEmpty),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  DATABASE_POOL_SIZE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
+  PGLITE_DIR: Type.Optional(NonEmpty),
+  JWT_SIGNING_KEY: Type.Optional(Type.String({ minLength: 32 })),
+  JWT_PRIVATE_KEY: Type.Optional(NonEmpty),
+  JWT_PUBLIC_KEY: Type.Optional(NonEmpty),
+  JWT_ISSUER: Type.Optional(NonEmpty),
+  JWT_AUDIENCE: Type.Optional(NonEmpty),
+  ACCESS_TOKEN_TTL: Type.Optional(Duration),
+  REFRESH_TOKEN_TTL: Type.Optional(Duration),
+  REFRESH_ABSOLUTE_TTL: Type.Optional(Duration),
+  LEGACY_SECRET_KEY: Type.Optional(NonEmpty),
+  LEGACY_SECRET_KEY_FALLBACKS: Type.Optional(Type.String()),
+  LINK_TTL: Type.Optional(Duration),
+  ESIGN_WEBHOOK_SECRETS: Type.Optional(Type.String()),
+  ESIGN_WEBHOOK_HMAC_KEY: Type.Optional(NonEmpty),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  TRUST_PROXY: Type.Optional(NonEmpty),
+  LOG_LEVEL: Type.Optional(
+    Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level))),
+  ),
+  LOGIN_FAILURES_PER_CLIENT: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
+  LOGIN_FAILURES_PER_ACCOUNT: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
+  LOGIN_FAILURE_WINDOW: Type.Optional(Duration),
+})
+
+export type Environment = Static<typeof EnvironmentSchema>

@@ -1,0 +1,85 @@
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import fastifySensible from '@fastify/sensible'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import { Redis } from 'ioredis'
+import authRoutes from './auth/plugin.js'
+import { LoginThrottle, MemoryCounterStore, RedisCounterStore, type CounterStore } from './auth/login-throttle.js'
+import companyRoutes from './company/plugin.js'
+import type { Config } from './config.js'
+import { openDatabase } from './db/open.js'
+import type { DatabaseHandle } from './db/database.js'
+import { loggerOptions, type LogDestination } from './logging.js'
+import authenticationPlugin from './plugins/authentication.js'
+import databasePlugin from './plugins/database.js'
+import docsPlugin from './plugins/docs.js'
+import errorsPlugin from './plugins/errors.js'
+import healthRoutes from './plugins/health.js'
+import jwksRoutes from './plugins/jwks.js'
+import tenancyPlugin from './plugins/tenancy.js'
+
+export interface BuildOptions {
+  /** A database opened by the caller (the tests share one per worker); the app will not close it. */
+  database?: DatabaseHandle
+  /** Where log lines go; defaults to stdout. */
+  logDestination?: LogDestination
+  /** Replaces the login-failure counters (tests give each app its own). */
+  counterStore?: CounterStore
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** Keeps the gateway's X-Request-Id when it is a sane token, else makes one. */
+function requestId(request: IncomingMessage): string {
+  const incoming = request.headers['x-request-id']
+  return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
+}
+
+function serverOptions(config: Config, options: BuildOptions): FastifyServerOptions {
+  return {
+    logger: loggerOptions(config.logLevel, options.logDestination),
+    genReqId: requestId,
+    logController: new LogController({ requestIdLogLabel: 'request_id' }),
+    // Fastify also takes a hop count here, which its type does not spell out.
+    trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
+    bodyLimit: 16 * 1024,
+    routerOptions: { ignoreTrailingSlash: true },
+    return503OnClosing: true,
+    ajv: { customOptions: { removeAdditional: true, coerceTypes: false, allErrors: true } },
+  }
+}
+
+function counterStore(app: FastifyInstance, config: Config, options: BuildOptions): CounterStore {
+  if (options.counterStore) return options.counterStore
+  if (!config.redisUrl) return new MemoryCounterStore()
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: false, lazyConnect: false })
+  redis.on('error', (error) => app.log.warn({ err: error }, 'redis error'))
+  app.addHook('onClose', async () => {
+    await redis.quit().catch(() => redis.disconnect())
+  })
+  return new RedisCounterStore(redis)
+}
+
+/** Builds the whole service from a configuration; no globals, nothing listens yet. */
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify(serverOptions(config, options)).withTypeProvider<TypeBoxTypeProvider>()
+  const database = options.database ?? (await openDatabase(config, app.log))
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+  await app.register(fastifySensible)
+  await app.register(errorsPlugin)
+  await app.register(databasePlugin, { db: database.db, owned: options.database === undefined })
+  await app.register(docsPlugin)
+  await app.register(authenticationPlugin, { config })
+  await app.register(tenancyPlugin)
+
+  const throttle = new LoginThrottle(counterStore(app, config, options), config.loginThrottle)
+  await app.register(healthRoutes, { prefix: '/health' })
+  await app.register(jwksRoutes, { config })
+  await app.register(authRoutes, { prefix: '/api/auth/v1', config, throttle })
+  await app.register(companyRoutes, { prefix: '/api/company' })
+  return app
+}

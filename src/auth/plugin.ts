@@ -1,0 +1,46 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import { loginRouteSchema, refreshRouteSchema, tokenRouteSchema } from '../../schemas/auth.js'
+import { listUserCompanies } from '../company/user-companies.js'
+import type { Config } from '../config.js'
+import { authenticate } from './login.js'
+import type { LoginThrottle } from './login-throttle.js'
+import { rotateRefreshToken, startSession } from './sessions.js'
+
+export interface AuthPluginOptions {
+  config: Config
+  throttle: LoginThrottle
+}
+
+/** DRF's EmailField trims before it validates, so `" Alice@Acme.example "` is a valid login. */
+async function trimEmail(request: FastifyRequest): Promise<void> {
+  const body = request.body as { email?: unknown } | undefined
+  if (body && typeof body === 'object' && typeof body.email === 'string') body.email = body.email.trim()
+}
+
+/** Routes 1–3: tokens, the application's login, and refresh-token rotation. */
+const authRoutes: FastifyPluginAsyncTypebox<AuthPluginOptions> = async (app, { config, throttle }) => {
+  const logIn = async (request: FastifyRequest, email: string, password: string) => {
+    const user = await authenticate(app.db, throttle, request.ip, email, password)
+    const tokens = await startSession(app.db, app.tokens, user.id, config.refreshAbsoluteTtl)
+    return { user, tokens }
+  }
+
+  app.post('/token', { schema: tokenRouteSchema, config: { public: true }, preValidation: trimEmail }, async (request) => {
+    const { tokens } = await logIn(request, request.body.email, request.body.password)
+    return { refresh: tokens.refresh, access: tokens.access }
+  })
+
+  app.post('/login', { schema: loginRouteSchema, config: { public: true }, preValidation: trimEmail }, async (request) => {
+    const { user, tokens } = await logIn(request, request.body.email, request.body.password)
+    const companies = await listUserCompanies(app.db, user.id)
+    return { refresh: tokens.refresh, access: tokens.access, user, companies }
+  })
+
+  app.post('/token/refresh', { schema: refreshRouteSchema, config: { public: true } }, async (request) => {
+    const tokens = await rotateRefreshToken(app.db, app.tokens, request.body.refresh)
+    return { access: tokens.access, refresh: tokens.refresh }
+  })
+}
+
+export default authRoutes

@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto'
+import type { JWT } from '@fastify/jwt'
+import type { Config } from '../config.js'
+
+export type TokenType = 'access' | 'refresh'
+
+/**
+ * SimpleJWT's claims, so partners and the gateway see the tokens they know, plus `fid`: the
+ * refresh-token family, which lets a revoked family cut off its access tokens too.
+ */
+export interface TokenClaims {
+  token_type: TokenType
+  exp: number
+  iat: number
+  jti: string
+  user_id: string
+  fid: string
+  iss?: string
+  aud?: string
+}
+
+export interface SignedToken {
+  token: string
+  jti: string
+  expiresAt: Date
+}
+
+/** SimpleJWT's jti: a UUID4 as 32 hex characters. */
+export function newJti(): string {
+  return randomBytes(16).toString('hex')
+}
+
+const nowSeconds = (): number => Math.floor(Date.now() / 1000)
+
+/** Signs and checks the service's tokens; the JWT plugin holds the keys and pinned algorithm. */
+export class TokenSigner {
+  constructor(
+    private readonly jwt: JWT,
+    private readonly config: Pick<Config, 'accessTokenTtl' | 'refreshTokenTtl' | 'jwt'>,
+  ) {}
+
+  signAccess(userId: string, familyId: string): SignedToken {
+    return this.sign('access', userId, familyId, nowSeconds() + this.config.accessTokenTtl)
+  }
+
+  /** A refresh token never outlives its family's absolute expiry. */
+  signRefresh(userId: string, familyId: string, familyExpiresAt: Date): SignedToken {
+    const familyLimit = Math.floor(familyExpiresAt.getTime() / 1000)
+    return this.sign('refresh', userId, familyId, Math.min(nowSeconds() + this.config.refreshTokenTtl, familyLimit))
+  }
+
+  /** The claims of a token of the expected type, or undefined when it is not valid for that use. */
+  verify(token: string, expected: TokenType): TokenClaims | undefined {
+    let claims: Partial<TokenClaims>
+    try {
+      claims = this.jwt.verify<Partial<TokenClaims>>(token)
+    } catch {
+      return undefined
+    }
+    const wellFormed =
+      claims.token_type === expected &&
+      typeof claims.user_id === 'string' &&
+      typeof claims.fid === 'string' &&
+      typeof claims.jti === 'string' &&
+      /^[0-9a-f]{32}$/.test(claims.jti) &&
+      UUID.test(claims.user_id) &&
+      UUID.test(claims.fid)
+    return wellFormed ? (claims as TokenClaims) : undefined
+  }
+
+  private sign(type: TokenType, userId: string, familyId: string, exp: number): SignedToken {
+    const jti = newJti()
+    const { issuer, audience } = this.config.jwt
+    const claims: TokenClaims = {
+      token_type: type,
+      exp,
+      iat: nowSeconds(),
+      jti,
+      user_id: userId,
+      fid: familyId,
+      ...(issuer ? { iss: issuer } : {}),
+      ...(audience ? { aud: audience } : {}),
+    }
+    return { token: this.jwt.sign(claims), jti, expiresAt: new Date(exp * 1000) }
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

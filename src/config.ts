@@ -1,0 +1,146 @@
+import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
+import { Value } from '@sinclair/typebox/value'
+import { EnvironmentSchema, type Environment } from '../schemas/config.js'
+
+export type JwtAlgorithm = 'HS256' | 'RS256' | 'EdDSA'
+
+export type JwtKeys =
+  | { algorithm: 'HS256'; secret: string }
+  | { algorithm: 'RS256' | 'EdDSA'; privateKey: string; publicKey: string; publicKeyObject: KeyObject }
+
+export type TrustProxy = boolean | number | string[]
+
+export interface Config {
+  env: 'development' | 'production' | 'test'
+  port: number
+  host: string
+  databaseUrl: string | undefined
+  databasePoolSize: number
+  pgliteDir: string
+  jwt: JwtKeys & { issuer: string | undefined; audience: string | undefined }
+  accessTokenTtl: number
+  refreshTokenTtl: number
+  refreshAbsoluteTtl: number
+  legacySecretKey: string
+  legacySecretKeyFallbacks: string[]
+  linkTtl: number
+  esignWebhookSecrets: string[]
+  esignWebhookHmacKey: string | undefined
+  redisUrl: string | undefined
+  trustProxy: TrustProxy
+  logLevel: string
+  loginThrottle: { perClient: number; perAccount: number; windowSeconds: number }
+}
+
+/** Demo secrets: usable only for the embedded database or outside production. */
+export const DEMO_SECRETS = {
+  JWT_SIGNING_KEY: 'demo-jwt-signing-key-change-me-in-production-0000',
+  LEGACY_SECRET_KEY: 'demo-legacy-secret',
+  ESIGN_WEBHOOK_SECRETS: 'demo-esign-secret',
+} as const
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 }
+
+export function parseDuration(text: string): number {
+  const match = /^([0-9]+)([smhd]?)$/.exec(text)
+  if (!match) throw new ConfigError(`not a duration: ${text}`)
+  return Number(match[1]) * (UNIT_SECONDS[match[2] || 's'] ?? 1)
+}
+
+function parseTrustProxy(text: string | undefined): TrustProxy {
+  if (text === undefined || text === 'false') return false
+  if (text === 'true') return true
+  if (/^[0-9]+$/.test(text)) return Number(text)
+  return splitList(text)
+}
+
+function splitList(text: string | undefined): string[] {
+  return (text ?? '').split(',').map((item) => item.trim()).filter(Boolean)
+}
+
+function describeErrors(env: Record<string, unknown>): string {
+  return [...Value.Errors(EnvironmentSchema, env)]
+    .map((error) => `${error.path.slice(1) || '(environment)'}: ${error.message}`)
+    .join('; ')
+}
+
+function loadJwtKeys(env: Environment, secret: string | undefined): JwtKeys {
+  if (env.JWT_PRIVATE_KEY || env.JWT_PUBLIC_KEY) {
+    if (!env.JWT_PRIVATE_KEY || !env.JWT_PUBLIC_KEY) {
+      throw new ConfigError('JWT_PRIVATE_KEY and JWT_PUBLIC_KEY go together')
+    }
+    const privateKey = env.JWT_PRIVATE_KEY.replace(/\\n/g, '\n')
+    const publicKey = env.JWT_PUBLIC_KEY.replace(/\\n/g, '\n')
+    let keyType: string | undefined
+    let publicKeyObject: KeyObject
+    try {
+      keyType = createPrivateKey(privateKey).asymmetricKeyType
+      publicKeyObject = createPublicKey(publicKey)
+    } catch {
+      throw new ConfigError('JWT_PRIVATE_KEY / JWT_PUBLIC_KEY: not PEM keys')
+    }
+    if (keyType === 'ed25519') return { algorithm: 'EdDSA', privateKey, publicKey, publicKeyObject }
+    if (keyType === 'rsa') return { algorithm: 'RS256', privateKey, publicKey, publicKeyObject }
+    throw new ConfigError(`JWT_PRIVATE_KEY: unsupported key type ${keyType ?? 'unknown'} (use Ed25519 or RSA)`)
+  }
+  if (!secret) throw new ConfigError('JWT_SIGNING_KEY: required')
+  return { algorithm: 'HS256', secret }
+}
+
+/**
+ * Validates the environment and returns typed settings. Secrets fall back to documented demo values
+ * except in production against a real database, where a missing secret stops the start.
+ */
+export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
+  const env = Object.fromEntries(
+    Object.keys(EnvironmentSchema.properties).flatMap((key) =>
+      rawEnv[key] === undefined || rawEnv[key] === '' ? [] : [[key, rawEnv[key]]],
+    ),
+  )
+  if (!Value.Check(EnvironmentSchema, env)) {
+    throw new ConfigError(`invalid environment: ${describeErrors(env)}`)
+  }
+  const production = env.NODE_ENV === 'production' && env.DATABASE_URL !== undefined
+  const secret = (name: keyof typeof DEMO_SECRETS): string | undefined => {
+    const value = env[name]
+    if (value !== undefined) return value
+    if (production) {
+      if (name === 'JWT_SIGNING_KEY' && env.JWT_PRIVATE_KEY) return undefined
+      throw new ConfigError(`${name}: required in production`)
+    }
+    return DEMO_SECRETS[name]
+  }
+
+  const port = Number(env.PORT ?? 3000)
+  if (port > 65535) throw new ConfigError('PORT: must be at most 65535')
+  const loginWindow = parseDuration(env.LOGIN_FAILURE_WINDOW ?? '15m')
+  return {
+    env: env.NODE_ENV ?? 'development',
+    port,
+    host: env.HOST ?? '0.0.0.0',
+    databaseUrl: env.DATABASE_URL,
+    databasePoolSize: Number(env.DATABASE_POOL_SIZE ?? 10),
+    pgliteDir: env.PGLITE_DIR ?? './data/pglite',
+    jwt: { ...loadJwtKeys(env, secret('JWT_SIGNING_KEY')), issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE },
+    accessTokenTtl: parseDuration(env.ACCESS_TOKEN_TTL ?? '5m'),
+    refreshTokenTtl: parseDuration(env.REFRESH_TOKEN_TTL ?? '1d'),
+    refreshAbsoluteTtl: parseDuration(env.REFRESH_ABSOLUTE_TTL ?? '30d'),
+    legacySecretKey: secret('LEGACY_SECRET_KEY') ?? '',
+    legacySecretKeyFallbacks: splitList(env.LEGACY_SECRET_KEY_FALLBACKS),
+    linkTtl: parseDuration(env.LINK_TTL ?? '3d'),
+    esignWebhookSecrets: splitList(secret('ESIGN_WEBHOOK_SECRETS')),
+    esignWebhookHmacKey: env.ESIGN_WEBHOOK_HMAC_KEY,
+    redisUrl: env.REDIS_URL,
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    logLevel: env.LOG_LEVEL ?? 'info',
+    loginThrottle: {
+      perClient: Number(env.LOGIN_FAILURES_PER_CLIENT ?? 5),
+      perAccount: Number(env.LOGIN_FAILURES_PER_ACCOUNT ?? 20),
+      windowSeconds: loginWindow,
+    },
+  }
+}

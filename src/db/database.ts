@@ -1,0 +1,72 @@
+import { mkdir } from 'node:fs/promises'
+import { PGlite } from '@electric-sql/pglite'
+import { Kysely, Migrator, PostgresDialect } from 'kysely'
+import { PGliteDialect } from 'kysely-pglite-dialect'
+import pg from 'pg'
+import { migrationProvider } from '../../db/migrations/index.js'
+import type { Database } from './types.js'
+
+const DATE_OID = 1082
+const INT8_OID = 20
+
+/** Both drivers read `date` as `YYYY-MM-DD` (pg would make a local-midnight Date) and int8 as a number. */
+const keepDateText = (value: string): string => value
+const int8ToNumber = (value: string): number => Number(value)
+
+export interface DatabaseHandle {
+  db: Kysely<Database>
+  kind: 'postgres' | 'pglite'
+  /** True when this call created an embedded database that has no data yet. */
+  created: boolean
+}
+
+export interface PostgresOptions {
+  connectionString: string
+  poolSize: number
+  /** Schema to put first on the search path (the tests give each worker its own). */
+  schema?: string | undefined
+}
+
+export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle {
+  const types = {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+      if (oid === DATE_OID) return keepDateText
+      if (oid === INT8_OID) return int8ToNumber
+      return pg.types.getTypeParser(oid, format)
+    }) as typeof pg.types.getTypeParser,
+  }
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.poolSize,
+    // A database that cannot be reached must turn into a quick 503, not a hung request.
+    connectionTimeoutMillis: 2_000,
+    idleTimeoutMillis: 30_000,
+    types,
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+  })
+  // An idle client that loses its server must not crash the process; the next checkout reconnects.
+  pool.on('error', () => undefined)
+  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), kind: 'postgres', created: false }
+}
+
+/** An embedded PostgreSQL kept in `dataDir`, or in memory when `dataDir` is `memory://`. */
+export async function createEmbeddedDatabase(dataDir: string): Promise<DatabaseHandle> {
+  const inMemory = dataDir.startsWith('memory://')
+  let created = inMemory
+  if (!inMemory) {
+    const { existsSync } = await import('node:fs')
+    created = !existsSync(`${dataDir}/PG_VERSION`)
+    await mkdir(dataDir, { recursive: true })
+  }
+  const pglite = await PGlite.create(inMemory ? undefined : dataDir, {
+    parsers: { [DATE_OID]: keepDateText, [INT8_OID]: int8ToNumber },
+  })
+  return { db: new Kysely<Database>({ dialect: new PGliteDialect(pglite) }), kind: 'pglite', created }
+}
+
+export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: migrationProvider })
+  const { error, results } = await migrator.migrateToLatest()
+  if (error) throw error
+  return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName)
+}

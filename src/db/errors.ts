@@ -1,0 +1,27 @@
+/** SQLSTATE classes and socket errors that mean "the database cannot be reached right now". */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300'])
+const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH'])
+const UNAVAILABLE_MESSAGES = [
+  'timeout exceeded when trying to connect',
+  'Connection terminated',
+  'Client has encountered a connection error',
+  'connect ECONNREFUSED',
+]
+
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false
+  const code = (error as { code?: unknown }).code
+  if (typeof code === 'string') {
+    if (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_NODE_CODES.has(code) || code.startsWith('08')) return true
+  }
+  if (error instanceof AggregateError && error.errors.some(isDatabaseUnavailable)) return true
+  return UNAVAILABLE_MESSAGES.some((message) => error.message.includes(message))
+}
+
+/** PostgreSQL's unique_violation, with the constraint it broke. */
+export function uniqueViolation(error: unknown): string | undefined {
+  if (error && typeof error === 'object' && (error as { code?: unknown }).code === '23505') {
+    return String((error as { constraint?: unknown }).constraint ?? '')
+  }
+  return undefined
+}

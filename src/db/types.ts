@@ -1,0 +1,260 @@
+import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely'
+
+/** A timestamptz column: read as a Date, written as a Date or an SQL expression. */
+type Timestamp = ColumnType<Date, Date | string, Date | string>
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
+/** A timestamptz column with a database default. */
+type DefaultTimestamp = ColumnType<Date, Date | string | undefined, Date | string>
+type CreatedAt = ColumnType<Date, Date | string | undefined, never>
+/** A date column: read as `YYYY-MM-DD` (see the type parsers in database.ts). */
+type DateOnly = string
+/** numeric columns are read as decimal strings, never as floats. */
+type Decimal = ColumnType<string, string | number, string | number>
+
+export type Permission = 'documents' | 'bank_accounts' | 'customers' | 'marketplace' | 'chat' | 'admin'
+export type RoleKind = 'seller' | 'buyer'
+export type KycType =
+  | 'articles_of_association'
+  | 'cnpj_card'
+  | 'partners_identification'
+  | 'proof_of_address'
+  | 'balance_sheet'
+  | 'income_statement'
+  | 'revenue_statement'
+  | 'debt_clearance_certificate'
+export type EnvelopeStatus = 'pending' | 'signed' | 'refused' | 'cancelled' | 'expired'
+export type SignerStatus = 'pending' | 'signed' | 'refused'
+
+export interface UsersTable {
+  id: Generated<string>
+  email: string
+  name: string
+  password_hash: string
+  is_active: Generated<boolean>
+  legacy_id: number | null
+  migration_state: 'pending' | 'confirmed' | null
+  last_login: NullableTimestamp
+  password_changed_at: NullableTimestamp
+  created_at: CreatedAt
+  updated_at: DefaultTimestamp
+}
+
+export interface CompaniesTable {
+  id: Generated<string>
+  name: string
+  trade_name: string | null
+  tax_id: string
+  is_active: Generated<boolean>
+  created_at: CreatedAt
+}
+
+export interface CompanyRolesTable {
+  id: Generated<string>
+  company_id: string
+  role: RoleKind
+  is_active: Generated<boolean>
+  created_at: CreatedAt
+}
+
+export interface MembershipsTable {
+  id: Generated<string>
+  user_id: string
+  company_role_id: string
+  permissions: Permission[]
+  is_active: Generated<boolean>
+  created_at: CreatedAt
+}
+
+export interface TokenFamiliesTable {
+  id: Generated<string>
+  user_id: string
+  created_at: CreatedAt
+  absolute_expires_at: Timestamp
+  revoked_at: NullableTimestamp
+  revoked_reason: 'reuse' | 'password_changed' | 'user_disabled' | 'logout' | null
+}
+
+export interface RefreshTokensTable {
+  jti: string
+  family_id: string
+  expires_at: Timestamp
+  spent_at: NullableTimestamp
+  created_at: CreatedAt
+}
+
+export interface KycDocumentsTable {
+  id: Generated<string>
+  company_id: string
+  type: KycType
+  status: 'pending_review' | 'approved' | 'rejected'
+  filename: string
+  issued_at: DateOnly
+  valid_until: DateOnly | null
+  reviewed_at: NullableTimestamp
+  created_at: CreatedAt
+  updated_at: DefaultTimestamp
+}
+
+export interface DocumentSolicitationsTable {
+  id: Generated<string>
+  buyer_company_role_id: string
+  seller_company_role_id: string
+  document_types: KycType[]
+  message: string | null
+  due_date: DateOnly | null
+  status: Generated<'open' | 'fulfilled' | 'cancelled'>
+  created_by: string
+  created_at: CreatedAt
+  closed_at: NullableTimestamp
+}
+
+export interface BankAccountsTable {
+  id: Generated<string>
+  company_id: string
+  bank_code: string
+  branch: string
+  branch_digit: string | null
+  account_number: string
+  account_digit: string
+  account_type: 'checking' | 'savings' | 'payment'
+  holder_name: string
+  holder_tax_id: string
+  is_default: Generated<boolean>
+  created_at: CreatedAt
+  removed_at: NullableTimestamp
+  removed_by: string | null
+}
+
+export interface CustomersTable {
+  id: string
+  company_role_id: string
+  name: string
+  tax_id: string
+  tax_id_type: 'cpf' | 'cnpj'
+  email: string | null
+  phone: string | null
+  created_at: CreatedAt
+  updated_at: DefaultTimestamp
+}
+
+export interface ChatConversationsTable {
+  id: Generated<string>
+  buyer_company_role_id: string
+  seller_company_role_id: string
+  created_at: CreatedAt
+}
+
+export interface CompanyRolePresenceTable {
+  company_role_id: string
+  last_seen_at: Timestamp
+}
+
+export interface TitlesTable {
+  id: Generated<string>
+  seller_company_role_id: string
+  payer_customer_id: string
+  number: string
+  face_value: Decimal
+  issue_date: DateOnly
+  due_date: DateOnly
+  nfe_key: string | null
+  status: 'draft' | 'listed' | 'sold' | 'settled' | 'cancelled'
+  listed_at: NullableTimestamp
+  created_at: CreatedAt
+  updated_at: DefaultTimestamp
+}
+
+export interface BidsTable {
+  id: Generated<string>
+  title_id: string
+  buyer_company_role_id: string
+  monthly_rate: Decimal
+  amount: Decimal
+  status: 'active' | 'withdrawn' | 'accepted' | 'rejected'
+  created_at: CreatedAt
+}
+
+export interface OperationsTable {
+  id: Generated<string>
+  title_id: string
+  buyer_company_role_id: string
+  payout_bank_account_id: string
+  purchase_price: Decimal
+  status: 'awaiting_settlement' | 'settled' | 'cancelled'
+  created_at: CreatedAt
+  settled_at: NullableTimestamp
+}
+
+export interface TitleDocumentsTable {
+  id: Generated<string>
+  title_id: string
+  kind: 'invoice' | 'nfe_xml' | 'assignment_contract' | 'payment_slip' | 'other'
+  filename: string
+  content_type: string
+  size_bytes: number
+  sha256: string
+  uploaded_at: DefaultTimestamp
+}
+
+export interface SignatureEnvelopesTable {
+  id: Generated<string>
+  envelope_key: string
+  title_document_id: string
+  status: Generated<EnvelopeStatus>
+  completed_at: NullableTimestamp
+  last_event_at: NullableTimestamp
+  created_at: CreatedAt
+  updated_at: DefaultTimestamp
+}
+
+export interface SignatureSignersTable {
+  id: Generated<string>
+  envelope_id: string
+  position: number
+  name: string
+  email: string
+  status: Generated<SignerStatus>
+  signed_at: NullableTimestamp
+  last_event_at: NullableTimestamp
+}
+
+export interface WebhookDeliveriesTable {
+  id: Generated<string>
+  provider: string
+  dedupe_key: string
+  raw_body: Buffer | Uint8Array
+  received_at: DefaultTimestamp
+  event_name: string | null
+  envelope_key: string | null
+  occurred_at: NullableTimestamp
+  outcome: 'applied' | 'ignored' | 'unmatched' | null
+  processed_at: NullableTimestamp
+}
+
+export interface Database {
+  users: UsersTable
+  companies: CompaniesTable
+  company_roles: CompanyRolesTable
+  memberships: MembershipsTable
+  token_families: TokenFamiliesTable
+  refresh_tokens: RefreshTokensTable
+  kyc_documents: KycDocumentsTable
+  document_solicitations: DocumentSolicitationsTable
+  bank_accounts: BankAccountsTable
+  customers: CustomersTable
+  chat_conversations: ChatConversationsTable
+  company_role_presence: CompanyRolePresenceTable
+  titles: TitlesTable
+  bids: BidsTable
+  operations: OperationsTable
+  title_documents: TitleDocumentsTable
+  signature_envelopes: SignatureEnvelopesTable
+  signature_signers: SignatureSignersTable
+  webhook_deliveries: WebhookDeliveriesTable
+}
+
+/** What repository functions take: the app's Kysely instance or an open transaction. */
+export type Db = Kysely<Database> | Transaction<Database>
+
+export type User = Selectable<UsersTable>
+export type NewUser = Insertable<UsersTable>

@@ -1,0 +1,51 @@
+import fastifySwagger from '@fastify/swagger'
+import fastifySwaggerUi from '@fastify/swagger-ui'
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { Problem } from '../../schemas/common.js'
+
+const bearer = [{ bearerAuth: [] }]
+
+/**
+ * The OpenAPI 3 document made from the route schemas, served at `/docs/json` with a browsable UI
+ * at `/docs`. Each route's security follows its `public` config, so the document cannot drift.
+ */
+export default fp(
+  async function docsPlugin(app: FastifyInstance) {
+    app.addSchema(Problem)
+    await app.register(fastifySwagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: {
+          title: 'Receivables-advance platform API',
+          version: '1.0.0',
+          description:
+            'Authentication, company data, marketplace, registration and the e-signature webhook. ' +
+            'Errors are RFC 9457 problem details (`application/problem+json`) with DRF-compatible `detail` and `code`. ' +
+            'Every route also answers with a trailing slash. Bodies are limited to 16 KiB (1 MiB on the webhook).',
+        },
+        components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+        tags: [
+          { name: 'auth', description: 'Tokens (SimpleJWT-compatible)' },
+          { name: 'company', description: 'Company data, bank accounts, customers, chat' },
+          { name: 'marketplace', description: 'Titles and their documents' },
+          { name: 'registration', description: 'Migrated-account confirmation' },
+          { name: 'webhooks', description: 'Inbound provider notifications' },
+          { name: 'health', description: 'Liveness and readiness' },
+        ],
+      },
+      refResolver: { buildLocalReference: (json, baseUri, fragment, index) => String(json.$id ?? `def-${index}`) },
+    })
+    app.addHook('onRoute', (route) => {
+      if (!route.schema) return
+      route.schema = { ...route.schema, security: route.config?.public ? [] : bearer } as typeof route.schema
+    })
+    await app.register(async (docs) => {
+      docs.addHook('onRoute', (route) => {
+        route.config = { ...route.config, public: true }
+      })
+      await docs.register(fastifySwaggerUi, { routePrefix: '/docs' })
+    })
+  },
+  { name: 'docs' },
+)

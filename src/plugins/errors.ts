@@ -1,0 +1,85 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { defaultCode, problemBody, WWW_AUTHENTICATE } from '../lib/problem.js'
+import { isDatabaseUnavailable } from '../db/errors.js'
+
+type ValidationIssue = NonNullable<FastifyError['validation']>[number]
+
+/** `/document/key` → `document.key`; a missing property is named by itself. */
+function fieldPath(issue: ValidationIssue): string {
+  const base = issue.instancePath.split('/').filter(Boolean).join('.')
+  const missing = (issue.params as { missingProperty?: string } | undefined)?.missingProperty
+  if (missing) return base ? `${base}.${missing}` : missing
+  return base || 'non_field_errors'
+}
+
+function describeIssue(issue: ValidationIssue): string {
+  const params = issue.params as { missingProperty?: string; format?: string } | undefined
+  if (params?.missingProperty) return 'This field is required.'
+  if (issue.keyword === 'format' && params?.format) return `Must be a valid ${params.format}.`
+  return issue.message ? `${issue.message[0]?.toUpperCase() ?? ''}${issue.message.slice(1)}.` : 'Invalid value.'
+}
+
+export function validationErrors(issues: ValidationIssue[]): Record<string, string[]> {
+  const errors: Record<string, string[]> = {}
+  for (const issue of issues) {
+    const messages = (errors[fieldPath(issue)] ??= [])
+    const message = describeIssue(issue)
+    if (!messages.includes(message)) messages.push(message)
+  }
+  return errors
+}
+
+/** Fastify's own request-parsing errors, with the DRF-style code each maps to. */
+const FRAMEWORK_ERRORS: Record<string, { status: number; code: string; detail: string }> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: 'unsupported_media_type', detail: 'Unsupported media type; send application/json.' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'parse_error', detail: 'Content-Length does not match the body.' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'parse_error', detail: 'JSON parse error - the body is empty.' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'parse_error', detail: 'JSON parse error - the body is not valid JSON.' },
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'payload_too_large', detail: 'The request body is too large.' },
+  FST_ERR_CTP_INVALID_TYPE: { status: 400, code: 'parse_error', detail: 'The request body could not be read.' },
+}
+
+export function sendProblem(
+  reply: FastifyReply,
+  status: number,
+  code: string,
+  detail: string,
+  extra: Record<string, unknown> = {},
+): FastifyReply {
+  if (status === 401) reply.header('www-authenticate', WWW_AUTHENTICATE)
+  return reply.code(status).type('application/problem+json').send(problemBody(status, code, detail, extra))
+}
+
+function handleError(this: FastifyInstance, error: FastifyError & { extra?: Record<string, unknown>; headers?: Record<string, string> }, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (error.validation) {
+    return sendProblem(reply, 400, 'invalid', 'Invalid input.', { errors: validationErrors(error.validation) })
+  }
+  const framework = error.code ? FRAMEWORK_ERRORS[error.code] : undefined
+  if (framework) return sendProblem(reply, framework.status, framework.code, framework.detail)
+  if (error instanceof SyntaxError && error.statusCode === 400) {
+    return sendProblem(reply, 400, 'parse_error', 'JSON parse error - the body is not valid JSON.')
+  }
+  if (isDatabaseUnavailable(error)) {
+    request.log.warn({ err: error }, 'database unavailable')
+    reply.header('retry-after', '5')
+    return sendProblem(reply, 503, 'service_unavailable', 'The service is temporarily unavailable; try again shortly.')
+  }
+  const status = error.statusCode ?? 500
+  if (status < 500 && status >= 400) {
+    if (error.headers) reply.headers(error.headers)
+    const code = typeof error.code === 'string' && !error.code.startsWith('FST_') ? error.code : defaultCode(status)
+    return sendProblem(reply, status, code, error.message, error.extra ?? {})
+  }
+  request.log.error({ err: error }, 'unexpected failure')
+  return sendProblem(reply, 500, 'server_error', 'A server error occurred.')
+}
+
+/** The error and not-found handlers of CONTRACT.md §1: problem details, never internals. */
+export default fp(
+  async function errorsPlugin(app: FastifyInstance) {
+    app.setErrorHandler(handleError)
+    app.setNotFoundHandler((request, reply) => sendProblem(reply, 404, 'not_found', 'Not found.'))
+  },
+  { name: 'errors' },
+)

@@ -1,0 +1,27 @@
+import closeWithGrace from 'close-with-grace'
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig } from './config.js'
+
+/** Entry point: validate the environment, build the app, listen, and shut down gracefully. */
+async function main(): Promise<void> {
+  let config
+  try {
+    config = loadConfig()
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`configuration error: ${error.message}\n`)
+      process.exit(1)
+    }
+    throw error
+  }
+  const app = await buildApp(config)
+  // SIGTERM/SIGINT: stop accepting connections, finish requests in flight, close the pool, exit 0.
+  closeWithGrace({ delay: 15_000 }, async ({ signal, err }) => {
+    if (err) app.log.error({ err }, 'closing after an uncaught error')
+    else app.log.info({ signal }, 'shutting down')
+    await app.close()
+  })
+  await app.listen({ port: config.port, host: config.host })
+}
+
+await main()

@@ -1,0 +1,54 @@
+import type { Db, Permission, RoleKind } from '../db/types.js'
+import { problem } from '../lib/problem.js'
+
+/** The company role a request acts for, as the caller's membership grants it. */
+export interface CompanyRoleContext {
+  companyRoleId: string
+  companyId: string
+  role: RoleKind
+  permissions: readonly Permission[]
+}
+
+/**
+ * The caller's active membership of an active role of an active company: one query on the
+ * (user_id, company_role_id) unique index.
+ */
+export async function findMembership(db: Db, userId: string, companyRoleId: string): Promise<CompanyRoleContext | undefined> {
+  const row = await db
+    .selectFrom('memberships')
+    .innerJoin('company_roles', 'company_roles.id', 'memberships.company_role_id')
+    .innerJoin('companies', 'companies.id', 'company_roles.company_id')
+    .select(['company_roles.id', 'company_roles.company_id', 'company_roles.role', 'memberships.permissions'])
+    .where('memberships.user_id', '=', userId)
+    .where('memberships.company_role_id', '=', companyRoleId)
+    .where('memberships.is_active', '=', true)
+    .where('company_roles.is_active', '=', true)
+    .where('companies.is_active', '=', true)
+    .executeTakeFirst()
+  return row && { companyRoleId: row.id, companyId: row.company_id, role: row.role, permissions: row.permissions }
+}
+
+export const hasPermission = (context: CompanyRoleContext, permission: Permission): boolean =>
+  context.permissions.includes('admin') || context.permissions.includes(permission)
+
+export interface RoleRequirement {
+  /** The permission the route needs; `admin` grants all. */
+  permission: Permission
+  /** The kind of role the route is for, when it is for one kind only. */
+  role?: RoleKind
+}
+
+/**
+ * §3: no membership is 404 whether or not the role exists (nobody can probe other tenants);
+ * the wrong kind of role, then a missing permission, are 403.
+ */
+export function authorise(context: CompanyRoleContext | undefined, requirement: RoleRequirement): CompanyRoleContext {
+  if (!context) throw problem(404, 'not_found', 'Not found.')
+  if (requirement.role && context.role !== requirement.role) {
+    throw problem(403, 'wrong_role', `This action is for a ${requirement.role} company role.`)
+  }
+  if (!hasPermission(context, requirement.permission)) {
+    throw problem(403, 'permission_denied', 'You do not have permission to perform this action.')
+  }
+  return context
+}

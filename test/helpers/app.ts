@@ -1,0 +1,86 @@
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { afterAll, beforeAll, beforeEach } from 'vitest'
+import { buildApp, type BuildOptions } from '../../src/app.js'
+import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
+import { loadConfig, type Config } from '../../src/config.js'
+import { resetDatabase, testDatabase } from './database.js'
+
+export { DEMO } from '../../db/seed/ids.js'
+export { DEMO_PASSWORD, LEGACY_DEMO_PASSWORD } from '../../db/seed/demo.js'
+
+export function testConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env })
+}
+
+/** An app on the worker's shared database, with its own login-failure counters. */
+export async function buildTestApp(env: Record<string, string> = {}, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = await buildApp(testConfig(env), {
+    database: await testDatabase(),
+    counterStore: new MemoryCounterStore(),
+    ...options,
+  })
+  await app.ready()
+  return app
+}
+
+/**
+ * The usual frame of a test file: one app for the file, demo data reset before every test.
+ * Read `context.app` inside tests and hooks.
+ */
+export function useTestApp(env: Record<string, string> = {}, options: BuildOptions = {}): { app: FastifyInstance } {
+  const context = {} as { app: FastifyInstance }
+  beforeAll(async () => {
+    context.app = await buildTestApp(env, options)
+  })
+  beforeEach(async () => {
+    await resetDatabase()
+    context.app.presence.forget()
+  })
+  afterAll(async () => {
+    await context.app?.close()
+  })
+  return context
+}
+
+export interface Tokens {
+  access: string
+  refresh: string
+}
+
+export async function obtainTokens(app: FastifyInstance, email: string, password: string): Promise<Tokens> {
+  const response = await app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email, password } })
+  if (response.statusCode !== 200) throw new Error(`login of ${email} failed: ${response.statusCode} ${response.body}`)
+  return response.json<Tokens>()
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+/** Asserts the problem-details shape of CONTRACT.md §1 and returns the body. */
+export function problemOf(response: LightMyRequestResponse, status: number, code: string): Record<string, unknown> {
+  const body = response.json<Record<string, unknown>>()
+  const shape = {
+    status: response.statusCode,
+    contentType: response.headers['content-type'],
+    code: body.code,
+    bodyStatus: body.status,
+    hasDetail: typeof body.detail === 'string' && body.detail.length > 0,
+    hasTitle: typeof body.title === 'string',
+    hasType: typeof body.type === 'string',
+  }
+  const expected = {
+    status,
+    contentType: 'application/problem+json; charset=utf-8',
+    code,
+    bodyStatus: status,
+    hasDetail: true,
+    hasTitle: true,
+    hasType: true,
+  }
+  if (JSON.stringify(shape) !== JSON.stringify(expected)) {
+    throw new Error(`expected problem ${status} ${code}, got ${JSON.stringify(shape)}: ${response.body}`)
+  }
+  if (status === 401 && response.headers['www-authenticate'] !== 'Bearer realm="api"') {
+    throw new Error('a 401 must carry WWW-Authenticate: Bearer realm="api"')
+  }
+  return body
+}

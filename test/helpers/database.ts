@@ -1,0 +1,43 @@
+import { sql } from 'kysely'
+import { seedDemoData, truncateAll } from '../../db/seed/demo.js'
+import {
+  createEmbeddedDatabase,
+  createPostgresDatabase,
+  migrateToLatest,
+  type DatabaseHandle,
+} from '../../src/db/database.js'
+
+let shared: Promise<DatabaseHandle> | undefined
+
+/** This worker's schema on the real server, so that workers never see each other's rows. */
+const workerSchema = (): string => `test_worker_${process.env.VITEST_POOL_ID ?? process.pid}`
+
+async function openPostgres(url: string): Promise<DatabaseHandle> {
+  const schema = workerSchema()
+  const admin = createPostgresDatabase({ connectionString: url, poolSize: 1 })
+  await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
+  await sql`CREATE SCHEMA ${sql.id(schema)}`.execute(admin.db)
+  await admin.db.destroy()
+  return createPostgresDatabase({ connectionString: url, poolSize: 10, schema })
+}
+
+/**
+ * The worker's database, migrated: PostgreSQL when TEST_DATABASE_URL is set, else an in-memory
+ * PGlite. Created once per worker and shared by its test files.
+ */
+export function testDatabase(): Promise<DatabaseHandle> {
+  shared ??= (async () => {
+    const url = process.env.TEST_DATABASE_URL
+    const handle = url ? await openPostgres(url) : await createEmbeddedDatabase('memory://')
+    await migrateToLatest(handle.db)
+    return handle
+  })()
+  return shared
+}
+
+/** Empties every table and loads the demo data again, with dates relative to now. */
+export async function resetDatabase(): Promise<void> {
+  const { db } = await testDatabase()
+  await truncateAll(db)
+  await seedDemoData(db)
+}
