@@ -9,8 +9,12 @@ import {
 
 let shared: Promise<DatabaseHandle> | undefined
 
-/** This worker's schema on the real server, so that workers never see each other's rows. */
-const workerSchema = (): string => `test_worker_${process.env.VITEST_POOL_ID ?? process.pid}`
+/**
+ * This worker's schema on the real server, so that workers (and concurrent runs) never see each
+ * other's rows. The parent pid names the run; test/global-setup.ts drops the run's schemas.
+ */
+export const runSchemaPrefix = (runPid: number): string => `test_run${runPid}_`
+const workerSchema = (): string => `${runSchemaPrefix(process.ppid)}${process.env.VITEST_POOL_ID ?? process.pid}`
 
 async function openPostgres(url: string): Promise<DatabaseHandle> {
   const schema = workerSchema()
