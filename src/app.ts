@@ -5,7 +5,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { Redis } from 'ioredis'
 import authRoutes from './auth/plugin.js'
-import { LoginThrottle, MemoryCounterStore, RedisCounterStore, type CounterStore } from './auth/login-throttle.js'
+import {
+  FallbackCounterStore,
+  LoginThrottle,
+  MemoryCounterStore,
+  RedisCounterStore,
+  type CounterStore,
+} from './auth/login-throttle.js'
 import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
 import { openDatabase } from './db/open.js'
@@ -53,12 +59,15 @@ function serverOptions(config: Config, options: BuildOptions): FastifyServerOpti
 function counterStore(app: FastifyInstance, config: Config, options: BuildOptions): CounterStore {
   if (options.counterStore) return options.counterStore
   if (!config.redisUrl) return new MemoryCounterStore()
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: false, lazyConnect: false })
-  redis.on('error', (error) => app.log.warn({ err: error }, 'redis error'))
+  // Short timeouts: a login must not hang on the cache; FallbackCounterStore takes over instead.
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, commandTimeout: 500, connectTimeout: 2_000 })
+  redis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error'))
   app.addHook('onClose', async () => {
     await redis.quit().catch(() => redis.disconnect())
   })
-  return new RedisCounterStore(redis)
+  return new FallbackCounterStore(new RedisCounterStore(redis), new MemoryCounterStore(), (error) =>
+    app.log.warn({ err: error }, 'login throttle: redis failed, using this instance\'s counters'),
+  )
 }
 
 /** Builds the whole service from a configuration; no globals, nothing listens yet. */

@@ -35,6 +35,10 @@ export class MemoryCounterStore implements CounterStore {
     this.counters.delete(key)
   }
 
+  clear(): void {
+    this.counters.clear()
+  }
+
   private live(key: string) {
     const entry = this.counters.get(key)
     if (entry && entry.expiresAt <= Date.now()) {
@@ -70,6 +74,39 @@ export class RedisCounterStore implements CounterStore {
 
   async reset(key: string) {
     await this.redis.del(this.prefix + key)
+  }
+}
+
+/**
+ * Redis first; while Redis fails, this process's own counters, so that an outage of the cache
+ * neither locks every user out of login nor lifts the limit altogether.
+ */
+export class FallbackCounterStore implements CounterStore {
+  constructor(
+    private readonly primary: CounterStore,
+    private readonly fallback: CounterStore,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  read(key: string) {
+    return this.attempt((store) => store.read(key))
+  }
+
+  increment(key: string, windowMs: number) {
+    return this.attempt((store) => store.increment(key, windowMs))
+  }
+
+  reset(key: string) {
+    return this.attempt((store) => store.reset(key))
+  }
+
+  private async attempt<T>(operation: (store: CounterStore) => Promise<T>): Promise<T> {
+    try {
+      return await operation(this.primary)
+    } catch (error) {
+      this.onError(error)
+      return operation(this.fallback)
+    }
   }
 }
 

@@ -38,7 +38,12 @@ function jwtPluginOptions(config: Config['jwt']) {
     sign: { algorithm: config.algorithm, ...(kid ? { kid } : {}) },
     verify: {
       algorithms: [config.algorithm],
-      requiredClaims: ['exp', 'iat', 'jti', 'token_type', 'user_id'],
+      // fast-jwt checks iss/aud only when present: configured means required.
+      requiredClaims: [
+        'exp', 'iat', 'jti', 'token_type', 'user_id',
+        ...(config.issuer ? ['iss'] : []),
+        ...(config.audience ? ['aud'] : []),
+      ],
       ...(config.issuer ? { allowedIss: config.issuer } : {}),
       ...(config.audience ? { allowedAud: config.audience } : {}),
     },

@@ -29,12 +29,14 @@ export async function buildTestApp(env: Record<string, string> = {}, options: Bu
  */
 export function useTestApp(env: Record<string, string> = {}, options: BuildOptions = {}): { app: FastifyInstance } {
   const context = {} as { app: FastifyInstance }
+  const counters = new MemoryCounterStore()
   beforeAll(async () => {
-    context.app = await buildTestApp(env, options)
+    context.app = await buildTestApp(env, { counterStore: counters, ...options })
   })
   beforeEach(async () => {
     await resetDatabase()
     context.app.presence.forget()
+    counters.clear()
   })
   afterAll(async () => {
     await context.app?.close()

@@ -1,0 +1,34 @@
+import { createHmac, sign as cryptoSign, type KeyObject } from 'node:crypto'
+import { DEMO_SECRETS } from '../../src/config.js'
+
+const part = (value: object): string => Buffer.from(JSON.stringify(value)).toString('base64url')
+
+/** A token signed by hand, to forge what the service must refuse. */
+export function forgeHs256(claims: object, secret: string = DEMO_SECRETS.JWT_SIGNING_KEY, header: object = { alg: 'HS256', typ: 'JWT' }): string {
+  const unsigned = `${part(header)}.${part(claims)}`
+  return `${unsigned}.${createHmac('sha256', secret).update(unsigned).digest('base64url')}`
+}
+
+export function forgeUnsigned(claims: object): string {
+  return `${part({ alg: 'none', typ: 'JWT' })}.${part(claims)}.`
+}
+
+export function forgeWithKey(claims: object, alg: 'RS256' | 'EdDSA', privateKey: KeyObject): string {
+  const unsigned = `${part({ alg, typ: 'JWT' })}.${part(claims)}`
+  const signature = cryptoSign(alg === 'RS256' ? 'sha256' : null, Buffer.from(unsigned), privateKey)
+  return `${unsigned}.${signature.toString('base64url')}`
+}
+
+export function decodeClaims(token: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>
+}
+
+export function decodeHeader(token: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString()) as Record<string, unknown>
+}
+
+/** Claims like the service's own, valid for five minutes, for the given user and family. */
+export function accessClaims(userId: string, familyId: string, overrides: object = {}): Record<string, unknown> {
+  const now = Math.floor(Date.now() / 1000)
+  return { token_type: 'access', exp: now + 300, iat: now, jti: 'a'.repeat(32), user_id: userId, fid: familyId, ...overrides }
+}

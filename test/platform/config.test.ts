@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest'
+import { ConfigError, DEMO_SECRETS, loadConfig, parseDuration } from '../../src/config.js'
+
+describe('configuration', () => {
+  it('has documented defaults and demo secrets for the embedded database', () => {
+    const config = loadConfig({})
+    expect(config).toMatchObject({
+      port: 3000,
+      accessTokenTtl: 300,
+      refreshTokenTtl: 86_400,
+      refreshAbsoluteTtl: 30 * 86_400,
+      linkTtl: 3 * 86_400,
+      legacySecretKey: DEMO_SECRETS.LEGACY_SECRET_KEY,
+      esignWebhookSecrets: [DEMO_SECRETS.ESIGN_WEBHOOK_SECRETS],
+      trustProxy: false,
+      jwt: { algorithm: 'HS256', secret: DEMO_SECRETS.JWT_SIGNING_KEY },
+    })
+  })
+
+  it('reads durations, lists and proxy settings', () => {
+    expect(parseDuration('90')).toBe(90)
+    expect(parseDuration('5m')).toBe(300)
+    expect(parseDuration('2h')).toBe(7200)
+    expect(parseDuration('30d')).toBe(2_592_000)
+    const config = loadConfig({ ESIGN_WEBHOOK_SECRETS: 'a, b ,,c', TRUST_PROXY: '2', LEGACY_SECRET_KEY_FALLBACKS: 'old1,old2' })
+    expect(config.esignWebhookSecrets).toEqual(['a', 'b', 'c'])
+    expect(config.legacySecretKeyFallbacks).toEqual(['old1', 'old2'])
+    expect(config.trustProxy).toBe(2)
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8,127.0.0.1' }).trustProxy).toEqual(['10.0.0.0/8', '127.0.0.1'])
+  })
+
+  it.each([
+    [{ PORT: 'eighty' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ ACCESS_TOKEN_TTL: '5 minutes' }, 'ACCESS_TOKEN_TTL'],
+    [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ JWT_SIGNING_KEY: 'short' }, 'JWT_SIGNING_KEY'],
+    [{ JWT_PRIVATE_KEY: 'x' }, 'JWT_PUBLIC_KEY'],
+  ])('stops on a bad value and names it: %o', (env, name) => {
+    expect(() => loadConfig(env)).toThrowError(ConfigError)
+    expect(() => loadConfig(env)).toThrowError(name)
+  })
+
+  it('requires real secrets in production on a real database', () => {
+    const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app' }
+    expect(() => loadConfig(production)).toThrowError('JWT_SIGNING_KEY: required in production')
+    expect(() => loadConfig({ ...production, JWT_SIGNING_KEY: 'k'.repeat(40) })).toThrowError('LEGACY_SECRET_KEY')
+    const complete = loadConfig({
+      ...production,
+      JWT_SIGNING_KEY: 'k'.repeat(40),
+      LEGACY_SECRET_KEY: 'legacy',
+      ESIGN_WEBHOOK_SECRETS: 'hook',
+    })
+    expect(complete.esignWebhookSecrets).toEqual(['hook'])
+  })
+})

@@ -1,0 +1,131 @@
+import { Writable } from 'node:stream'
+import { describe, expect, it } from 'vitest'
+import { buildApp } from '../../src/app.js'
+import { createPostgresDatabase } from '../../src/db/database.js'
+import { bearer, buildTestApp, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp } from '../helpers/app.js'
+
+const ctx = useTestApp()
+
+describe('conventions every route shares', () => {
+  it('answers an unknown route with a 404 problem', async () => {
+    problemOf(await ctx.app.inject({ method: 'GET', url: '/api/nothing-here' }), 404, 'not_found')
+  })
+
+  it('keeps a sane X-Request-Id from the gateway and makes one otherwise', async () => {
+    const kept = await ctx.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'gw-123.abc' } })
+    expect(kept.headers['x-request-id']).toBe('gw-123.abc')
+    const made = await ctx.app.inject({ method: 'GET', url: '/health/live' })
+    expect(made.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+    const hostile = await ctx.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'bad id\n{"level":60}' } })
+    expect(hostile.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+    const onError = await ctx.app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: { 'x-request-id': 'gw-401' } })
+    expect(onError.statusCode).toBe(401)
+    expect(onError.headers['x-request-id']).toBe('gw-401')
+  })
+
+  it('answers 413 for a body over 16 KiB', async () => {
+    const response = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/auth/v1/token',
+      payload: { email: 'alice@acme.example', password: 'x'.repeat(17 * 1024) },
+    })
+    problemOf(response, 413, 'payload_too_large')
+  })
+
+  it('answers 400 parse_error for an empty JSON body', async () => {
+    const response = await ctx.app.inject({
+      method: 'POST', url: '/api/auth/v1/token', payload: '', headers: { 'content-type': 'application/json' },
+    })
+    problemOf(response, 400, 'parse_error')
+  })
+
+  it('answers 415 for a JSON-looking body of another media type', async () => {
+    const response = await ctx.app.inject({
+      method: 'POST', url: '/api/auth/v1/token/refresh', payload: '{"refresh":"x"}', headers: { 'content-type': 'text/plain' },
+    })
+    problemOf(response, 415, 'unsupported_media_type')
+  })
+
+  it('takes the client address from X-Forwarded-For only when TRUST_PROXY says so', async () => {
+    const trusting = await buildTestApp({ TRUST_PROXY: 'true', LOGIN_FAILURES_PER_CLIENT: '1' })
+    try {
+      const attempt = (password: string, forwardedFor: string) =>
+        trusting.inject({
+          method: 'POST', url: '/api/auth/v1/token', payload: { email: 'alice@acme.example', password },
+          headers: { 'x-forwarded-for': forwardedFor },
+        })
+      await attempt('wrong', '198.51.100.1')
+      problemOf(await attempt(DEMO_PASSWORD, '198.51.100.1'), 429, 'throttled')
+      expect((await attempt(DEMO_PASSWORD, '198.51.100.2')).statusCode).toBe(200)
+    } finally {
+      await trusting.close()
+    }
+  })
+})
+
+describe('health, docs and failures', () => {
+  it('reports liveness and readiness', async () => {
+    expect((await ctx.app.inject({ method: 'GET', url: '/health/live' })).json()).toEqual({ status: 'ok' })
+    expect((await ctx.app.inject({ method: 'GET', url: '/health/ready' })).json()).toEqual({ status: 'ok' })
+  })
+
+  it('serves the OpenAPI document with every route, public ones without bearer security', async () => {
+    const ui = await ctx.app.inject({ method: 'GET', url: '/docs' })
+    expect([200, 302]).toContain(ui.statusCode)
+    const response = await ctx.app.inject({ method: 'GET', url: '/docs/json' })
+    expect(response.statusCode).toBe(200)
+    const document = response.json()
+    expect(document.openapi).toBe('3.1.0')
+    expect(document.paths['/api/auth/v1/token'].post.security).toEqual([])
+    expect(document.paths['/api/auth/v1/token'].post.responses).toHaveProperty('429')
+    expect(document.paths['/api/company/v1/get-user-companies'].get.security).toEqual([{ bearerAuth: [] }])
+    expect(document.components.schemas).toHaveProperty('Problem')
+  })
+
+  it('answers 503 with Retry-After when the database cannot be reached, and says not ready', async () => {
+    const app = await buildTestApp()
+    const tokens = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
+    await app.close()
+    const unreachable = createPostgresDatabase({ connectionString: 'postgres://postgres@127.0.0.1:1/none', poolSize: 1 })
+    const down = await buildApp(testConfig(), { database: unreachable })
+    try {
+      const response = await down.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: bearer(tokens.access) })
+      const body = problemOf(response, 503, 'service_unavailable')
+      expect(response.headers['retry-after']).toBe('5')
+      expect(JSON.stringify(body)).not.toMatch(/ECONNREFUSED|127\.0\.0\.1/)
+      problemOf(await down.inject({ method: 'GET', url: '/health/ready' }), 503, 'service_unavailable')
+      expect((await down.inject({ method: 'GET', url: '/health/live' })).statusCode).toBe(200)
+      const login = await down.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'alice@acme.example', password: 'x' } })
+      problemOf(login, 503, 'service_unavailable')
+    } finally {
+      await down.close()
+      await unreachable.db.destroy()
+    }
+  })
+})
+
+describe('logs', () => {
+  it('are JSON lines with the request id, and carry no credentials', async () => {
+    const lines: string[] = []
+    const destination = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(...String(chunk).split('\n').filter(Boolean))
+        done()
+      },
+    })
+    const app = await buildTestApp({ LOG_LEVEL: 'debug' }, { logDestination: destination })
+    try {
+      const tokens = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
+      await app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: { ...bearer(tokens.access), 'x-request-id': 'trace-me' } })
+      await app.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh: tokens.refresh } })
+      await app.inject({ method: 'POST', url: '/webhook/esign/super-secret-value/', payload: {} })
+    } finally {
+      await app.close()
+    }
+    const all = lines.join('\n')
+    expect(lines.length).toBeGreaterThan(3)
+    expect(lines.some((line) => JSON.parse(line).request_id === 'trace-me')).toBe(true)
+    for (const secret of [DEMO_PASSWORD, 'super-secret-value', 'Bearer ']) expect(all).not.toContain(secret)
+    expect(all).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}/)
+  })
+})
