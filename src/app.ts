@@ -78,6 +78,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
   })
+  // JSON only (§1): without its text/plain parser, any other media type is 415 before validation.
+  app.removeContentTypeParser('text/plain')
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
   await app.register(databasePlugin, { db: database.db, owned: options.database === undefined })

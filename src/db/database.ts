@@ -64,8 +64,12 @@ export async function createEmbeddedDatabase(dataDir: string): Promise<DatabaseH
   return { db: new Kysely<Database>({ dialect: new PGliteDialect(pglite) }), kind: 'pglite', created }
 }
 
-export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: migrationProvider })
+/**
+ * Applies pending migrations. `schema` keeps Kysely's bookkeeping tables in that schema: without it
+ * the migrator looks for them in every schema of the database and may find another's.
+ */
+export async function migrateToLatest(db: Kysely<Database>, schema?: string): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: migrationProvider, ...(schema ? { migrationTableSchema: schema } : {}) })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName)

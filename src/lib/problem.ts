@@ -37,7 +37,12 @@ export interface ProblemOptions {
  * `code` is the stable machine word of CONTRACT.md.
  */
 export function problem(status: number, code: string, detail: string, options: ProblemOptions = {}): HttpError {
-  return httpErrors.createError(status, detail, { code, extra: options.extra, headers: options.headers })
+  return httpErrors.createError(status, detail, { code, extra: options.extra, headers: options.headers, isProblem: true })
+}
+
+/** Errors made by `problem()`: their status, code and detail are meant for the client, 5xx included. */
+export function isProblem(error: unknown): error is HttpError & { code: string; extra?: Record<string, unknown>; headers?: Record<string, string> } {
+  return typeof error === 'object' && error !== null && (error as { isProblem?: unknown }).isProblem === true
 }
 
 export function defaultCode(status: number): string {

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { defaultCode, problemBody, WWW_AUTHENTICATE } from '../lib/problem.js'
+import { defaultCode, isProblem, problemBody, WWW_AUTHENTICATE } from '../lib/problem.js'
 import { isDatabaseUnavailable } from '../db/errors.js'
 
 type ValidationIssue = NonNullable<FastifyError['validation']>[number]
@@ -51,7 +51,11 @@ export function sendProblem(
   return reply.code(status).type('application/problem+json').send(problemBody(status, code, detail, extra))
 }
 
-function handleError(this: FastifyInstance, error: FastifyError & { extra?: Record<string, unknown>; headers?: Record<string, string> }, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+function handleError(this: FastifyInstance, error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (isProblem(error)) {
+    if (error.headers) reply.headers(error.headers)
+    return sendProblem(reply, error.statusCode, error.code, error.message, error.extra ?? {})
+  }
   if (error.validation) {
     return sendProblem(reply, 400, 'invalid', 'Invalid input.', { errors: validationErrors(error.validation) })
   }
@@ -67,9 +71,8 @@ function handleError(this: FastifyInstance, error: FastifyError & { extra?: Reco
   }
   const status = error.statusCode ?? 500
   if (status < 500 && status >= 400) {
-    if (error.headers) reply.headers(error.headers)
-    const code = typeof error.code === 'string' && !error.code.startsWith('FST_') ? error.code : defaultCode(status)
-    return sendProblem(reply, status, code, error.message, error.extra ?? {})
+    // Client errors from the framework or a plugin: their message is meant for the client.
+    return sendProblem(reply, status, defaultCode(status), error.message)
   }
   request.log.error({ err: error }, 'unexpected failure')
   return sendProblem(reply, 500, 'server_error', 'A server error occurred.')

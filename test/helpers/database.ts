@@ -16,8 +16,7 @@ let shared: Promise<DatabaseHandle> | undefined
 export const runSchemaPrefix = (runPid: number): string => `test_run${runPid}_`
 const workerSchema = (): string => `${runSchemaPrefix(process.ppid)}${process.env.VITEST_POOL_ID ?? process.pid}`
 
-async function openPostgres(url: string): Promise<DatabaseHandle> {
-  const schema = workerSchema()
+async function openPostgres(url: string, schema: string): Promise<DatabaseHandle> {
   const admin = createPostgresDatabase({ connectionString: url, poolSize: 1 })
   await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
   await sql`CREATE SCHEMA ${sql.id(schema)}`.execute(admin.db)
@@ -32,8 +31,9 @@ async function openPostgres(url: string): Promise<DatabaseHandle> {
 export function testDatabase(): Promise<DatabaseHandle> {
   shared ??= (async () => {
     const url = process.env.TEST_DATABASE_URL
-    const handle = url ? await openPostgres(url) : await createEmbeddedDatabase('memory://')
-    await migrateToLatest(handle.db)
+    const schema = workerSchema()
+    const handle = url ? await openPostgres(url, schema) : await createEmbeddedDatabase('memory://')
+    await migrateToLatest(handle.db, url ? schema : undefined)
     return handle
   })()
   return shared
