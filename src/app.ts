@@ -17,6 +17,7 @@ import type { Config } from './config.js'
 import { openDatabase } from './db/open.js'
 import type { DatabaseHandle } from './db/database.js'
 import { loggerOptions, type LogDestination } from './logging.js'
+import marketplaceRoutes from './marketplace/plugin.js'
 import authenticationPlugin from './plugins/authentication.js'
 import databasePlugin from './plugins/database.js'
 import docsPlugin from './plugins/docs.js'
@@ -24,6 +25,7 @@ import errorsPlugin from './plugins/errors.js'
 import healthRoutes from './plugins/health.js'
 import jwksRoutes from './plugins/jwks.js'
 import tenancyPlugin from './plugins/tenancy.js'
+import webhookRoutes from './webhooks/plugin.js'
 
 export interface BuildOptions {
   /** A database opened by the caller (the tests share one per worker); the app will not close it. */
@@ -92,5 +94,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(jwksRoutes, { config })
   await app.register(authRoutes, { prefix: '/api/auth/v1', config, throttle })
   await app.register(companyRoutes, { prefix: '/api/company' })
+  await app.register(marketplaceRoutes, { prefix: '/api/v1/marketplace' })
+  await app.register(webhookRoutes, { config })
   return app
 }

@@ -1,0 +1,62 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { Errors, Nullable, Timestamp, Uuid } from './common.js'
+
+export const TitleDocumentsParams = Type.Object({ company_role_id: Uuid, title_id: Uuid })
+export type TitleDocumentsParams = Static<typeof TitleDocumentsParams>
+
+export const TitleDocumentKind = Type.Union(
+  ['invoice', 'nfe_xml', 'assignment_contract', 'payment_slip', 'other'].map((kind) => Type.Literal(kind)),
+)
+
+export const EnvelopeStatusName = Type.Union(
+  ['pending', 'signed', 'refused', 'cancelled', 'expired'].map((status) => Type.Literal(status)),
+  { description: '`pending` until a final state; `signed`, `refused`, `cancelled` and `expired` never change again' },
+)
+
+export const Signer = Type.Object({
+  name: Type.String(),
+  email: Type.String({ format: 'email' }),
+  status: Type.Union(['pending', 'signed', 'refused'].map((status) => Type.Literal(status))),
+  signed_at: Nullable(Timestamp),
+})
+
+export const Signature = Type.Object(
+  {
+    envelope_key: Type.String({ description: "The e-signature provider's document key" }),
+    status: EnvelopeStatusName,
+    completed_at: Nullable(Type.String({ format: 'date-time', description: 'When the envelope was completed (status `signed`)' })),
+    signers: Type.Array(Signer, { description: 'In signing order' }),
+  },
+  { description: 'The e-signature envelope of the document, kept up to date by the provider webhook' },
+)
+
+export const TitleDocument = Type.Object({
+  id: Uuid,
+  kind: TitleDocumentKind,
+  filename: Type.String(),
+  content_type: Type.String({ description: 'Media type of the file' }),
+  size_bytes: Type.Integer({ minimum: 0 }),
+  sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'Hex SHA-256 of the file' }),
+  uploaded_at: Timestamp,
+  signature: Nullable(Signature),
+})
+export const TitleDocuments = Type.Array(TitleDocument)
+
+export const titleDocumentsRouteSchema = {
+  tags: ['marketplace'],
+  summary: "A title's documents and their signature state",
+  description:
+    'Needs the `marketplace` permission on a role of either kind. The seller role of the title always sees it; ' +
+    'a buyer role sees it while it is listed, or when that buyer has bid on it (a bid of any status) or bought it ' +
+    '(an operation of that buyer). Anyone else gets `404`, as if the title did not exist. Documents are ordered by ' +
+    '`uploaded_at`, then `id`; signers by their signing order.',
+  params: TitleDocumentsParams,
+  response: {
+    200: TitleDocuments,
+    400: Errors[400],
+    401: Errors[401],
+    403: Errors[403],
+    404: Errors[404],
+    503: Errors[503],
+  },
+}

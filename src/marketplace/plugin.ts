@@ -1,0 +1,17 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { titleDocumentsRouteSchema } from '../../schemas/marketplace.js'
+import { titleDocumentsFor } from './title-documents.js'
+
+/** The marketplace: titles and their documents (route 9). */
+const marketplaceRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/:company_role_id/title/:title_id/documents',
+    { schema: titleDocumentsRouteSchema, config: { companyRole: { permission: 'marketplace' } } },
+    async (request) => {
+      const { companyRoleId, role } = request.companyRole
+      return titleDocumentsFor(app.db, { companyRoleId, role }, request.params.title_id)
+    },
+  )
+}
+
+export default marketplaceRoutes

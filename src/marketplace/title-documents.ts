@@ -1,0 +1,34 @@
+import type { Db, EnvelopeStatus, SignerStatus, TitleDocumentsTable } from '../db/types.js'
+import { problem } from '../lib/problem.js'
+import { isTitleVisibleTo, listTitleDocuments, type TitleDocumentRow, type TitleViewer } from './repository.js'
+
+export interface Signature {
+  envelope_key: string
+  status: EnvelopeStatus
+  completed_at: Date | null
+  signers: { name: string; email: string; status: SignerStatus; signed_at: string | null }[]
+}
+
+export interface TitleDocument {
+  id: string
+  kind: TitleDocumentsTable['kind']
+  filename: string
+  content_type: string
+  size_bytes: number
+  sha256: string
+  uploaded_at: Date
+  signature: Signature | null
+}
+
+export function toTitleDocument(row: TitleDocumentRow): TitleDocument {
+  const { envelope_key: envelopeKey, envelope_status: status, completed_at: completedAt, signers, ...document } = row
+  const signature = envelopeKey !== null && status !== null ? { envelope_key: envelopeKey, status, completed_at: completedAt, signers } : null
+  return { ...document, signature }
+}
+
+/** Route 9: the documents of a title the viewer may see; any other title is 404, as if it did not exist. */
+export async function titleDocumentsFor(db: Db, viewer: TitleViewer, titleId: string): Promise<TitleDocument[]> {
+  if (!(await isTitleVisibleTo(db, titleId, viewer))) throw problem(404, 'not_found', 'Not found.')
+  const rows = await listTitleDocuments(db, titleId)
+  return rows.map(toTitleDocument)
+}

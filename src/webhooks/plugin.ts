@@ -1,0 +1,75 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import { esignWebhookRouteSchema } from '../../schemas/webhooks.js'
+import type { Config } from '../config.js'
+import { problem } from '../lib/problem.js'
+import { hasValidContentHmac, matchesAnySecret } from './authenticity.js'
+import { receiveEsignDelivery } from './esign-delivery.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The body exactly as received; set on the webhook routes only, null when there was none. */
+    rawBody: Buffer | null
+  }
+}
+
+export interface WebhookPluginOptions {
+  config: Config
+}
+
+type JsonParser = (request: FastifyRequest, body: string, done: (error: Error | null, body?: unknown) => void) => void
+
+const WEBHOOK_BODY_LIMIT = 1024 * 1024
+
+/**
+ * Inbound provider notifications (route 12). The scope keeps JSON bodies raw, because the HMAC and
+ * the dedupe key are over the exact bytes; the JSON is parsed only once the HMAC has passed.
+ * Every other media type is 415.
+ */
+const webhookRoutes: FastifyPluginAsyncTypebox<WebhookPluginOptions> = async (app, { config }) => {
+  // Fastify's own parser, for the same errors (empty, invalid) and prototype-poisoning protection.
+  const defaultJsonParser = app.getDefaultJsonParser('error', 'error') as JsonParser
+  const parseJson = (request: FastifyRequest, raw: Buffer) =>
+    new Promise<unknown>((resolve, reject) => {
+      defaultJsonParser(request, raw.toString('utf8'), (error, body) => (error ? reject(error) : resolve(body)))
+    })
+
+  app.decorateRequest('rawBody', null)
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    request.rawBody = body as Buffer
+    done(null, body)
+  })
+
+  app.post(
+    '/webhook/esign/:secret',
+    {
+      schema: esignWebhookRouteSchema,
+      config: { public: true },
+      bodyLimit: WEBHOOK_BODY_LIMIT,
+      // Before the body is read: a wrong secret learns nothing, not even whether its body was acceptable.
+      onRequest: async (request) => {
+        if (!matchesAnySecret(request.params.secret, config.esignWebhookSecrets)) {
+          throw problem(404, 'not_found', 'Not found.')
+        }
+      },
+      preValidation: async (request) => {
+        const key = config.esignWebhookHmacKey
+        if (key !== undefined && !hasValidContentHmac(request.rawBody ?? Buffer.alloc(0), request.headers['content-hmac'], key)) {
+          throw problem(401, 'invalid_signature', 'The Content-Hmac header is missing or does not match the body.')
+        }
+        if (request.rawBody !== null) request.body = (await parseJson(request, request.rawBody)) as typeof request.body
+      },
+    },
+    async (request, reply) => {
+      const receipt = await receiveEsignDelivery(app.db, request.rawBody ?? Buffer.alloc(0), request.body)
+      request.log.info(
+        { event: request.body.event.name, envelope_key: request.body.document.key, ...receipt },
+        'esign delivery received',
+      )
+      return reply.code(201).send({ received: true, duplicate: receipt.duplicate })
+    },
+  )
+}
+
+export default webhookRoutes

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest'
+import type { LogDestination } from '../../src/logging.js'
+import { useTestApp } from '../helpers/app.js'
+import { notification, postWebhook } from './helpers.js'
+
+const SECRET = 'Log-Test-Secret-7f3a9c'
+const WRONG_SECRET = 'Wrong-Log-Test-Secret-2b8e1d'
+const lines: string[] = []
+const logDestination: LogDestination = { write: (line: string) => void lines.push(line) }
+
+// trace: every line the service can write, info's included.
+const context = useTestApp({ LOG_LEVEL: 'trace', ESIGN_WEBHOOK_SECRETS: SECRET }, { logDestination })
+
+describe('the webhook secret in logs', () => {
+  it('never appears in a log line, whether the secret is right or wrong', async () => {
+    lines.length = 0
+    const body = notification('sign', '2026-05-01T10:00:00.000Z', { signer: 'bob@beta.example' })
+    const requests = [
+      postWebhook(context.app, body, { secret: SECRET }),
+      postWebhook(context.app, body, { secret: SECRET, trailing: '' }),
+      context.app.inject({ method: 'POST', url: `/webhook/esign/${SECRET}/?retry=1`, payload: body }),
+      postWebhook(context.app, '{not json', { secret: SECRET }),
+      postWebhook(context.app, 'text', { secret: SECRET, headers: { 'content-type': 'text/plain' } }),
+      postWebhook(context.app, body, { secret: WRONG_SECRET }),
+      postWebhook(context.app, body, { secret: WRONG_SECRET, trailing: '' }),
+    ]
+    const statuses = []
+    for (const request of requests) statuses.push((await request).statusCode)
+    expect(statuses).toEqual([201, 201, 201, 400, 415, 404, 404])
+
+    const leaking = lines.filter((line) => line.includes(SECRET) || line.includes(WRONG_SECRET))
+    expect(leaking).toEqual([])
+    // The requests were logged, with the secret masked: the check above looked at real lines.
+    const urls = lines.map((line) => JSON.parse(line) as { req?: { url?: string } }).flatMap((entry) => entry.req?.url ?? [])
+    expect(urls).toContain('/webhook/esign/[REDACTED]/')
+    expect(urls).toContain('/webhook/esign/[REDACTED]')
+    expect(urls).toContain('/webhook/esign/[REDACTED]/?retry=1')
+    expect(urls.filter((url) => url.startsWith('/webhook/'))).toHaveLength(requests.length)
+    expect(lines.some((line) => line.includes('esign delivery received'))).toBe(true)
+  })
+})
