@@ -1,0 +1,38 @@
+import type { HttpError } from '@fastify/sensible'
+import { uniqueViolation } from '../db/errors.js'
+import type { Db } from '../db/types.js'
+import { problem } from '../lib/problem.js'
+import { findCustomerIdByTaxId, findCustomerOwner, upsertCustomer, type Customer } from './customer-repository.js'
+import { validateCustomer, type CustomerBody } from './customer-rules.js'
+
+const TAX_ID_CONSTRAINT = 'customers_role_tax_id_key'
+
+/** Why the upsert left an existing row alone: another role's id (404 per §3) or another tax id. */
+async function untouchedRowProblem(db: Db, companyRoleId: string, id: string): Promise<HttpError> {
+  const existing = await findCustomerOwner(db, id)
+  if (!existing || existing.company_role_id !== companyRoleId) return problem(404, 'not_found', 'Not found.')
+  return problem(409, 'tax_id_immutable', 'The tax_id of an existing customer cannot be changed.', {
+    extra: { current_tax_id: existing.tax_id },
+  })
+}
+
+/**
+ * Route 11: creates or updates the seller's customer under the client's id, so that a partner can
+ * retry safely. Validation problems are 400 `invalid`; the conflicts are 409.
+ */
+export async function saveCustomer(db: Db, companyRoleId: string, id: string, body: CustomerBody): Promise<Customer> {
+  const validation = validateCustomer(body)
+  if (!validation.ok) throw problem(400, 'invalid', 'Invalid input.', { extra: { errors: validation.errors } })
+  let saved: Customer | undefined
+  try {
+    saved = await upsertCustomer(db, companyRoleId, id, validation.value)
+  } catch (error) {
+    if (uniqueViolation(error) !== TAX_ID_CONSTRAINT) throw error
+    const existingId = await findCustomerIdByTaxId(db, companyRoleId, validation.value.tax_id)
+    throw problem(409, 'duplicate_customer', 'Another customer of this company role has this tax_id.', {
+      extra: { customer_id: existingId ?? null },
+    })
+  }
+  if (!saved) throw await untouchedRowProblem(db, companyRoleId, id)
+  return saved
+}
