@@ -44,8 +44,11 @@ export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle
     types,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   })
-  // An idle client that loses its server must not crash the process; the next checkout reconnects.
+  // A client that loses its server emits 'error': the pool listens on idle ones only, and an
+  // unheard 'error' would crash the process. The query in flight still fails (→ 503); the pool
+  // discards the broken client and the next checkout reconnects.
   pool.on('error', () => undefined)
+  pool.on('connect', (client) => client.on('error', () => undefined))
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), kind: 'postgres', created: false }
 }
 

@@ -14,7 +14,7 @@ let shared: Promise<DatabaseHandle> | undefined
  * other's rows. The parent pid names the run; test/global-setup.ts drops the run's schemas.
  */
 export const runSchemaPrefix = (runPid: number): string => `test_run${runPid}_`
-const workerSchema = (): string => `${runSchemaPrefix(process.ppid)}${process.env.VITEST_POOL_ID ?? process.pid}`
+export const workerSchema = (): string => `${runSchemaPrefix(process.ppid)}${process.env.VITEST_POOL_ID ?? process.pid}`
 
 async function openPostgres(url: string, schema: string): Promise<DatabaseHandle> {
   const admin = createPostgresDatabase({ connectionString: url, poolSize: 1 })

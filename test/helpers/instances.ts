@@ -1,0 +1,34 @@
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
+import { createPostgresDatabase, type DatabaseHandle } from '../../src/db/database.js'
+import { testConfig } from './app.js'
+import { testDatabase, workerSchema } from './database.js'
+
+export interface Instance {
+  app: FastifyInstance
+  close(): Promise<void>
+}
+
+/**
+ * Another instance of the service on the same database: its own pool on this worker's schema of
+ * TEST_DATABASE_URL. On the embedded database (one per process) it shares the worker's handle.
+ */
+export async function startInstance(env: Record<string, string> = {}, withCounters = true): Promise<Instance> {
+  const serverUrl = process.env.TEST_DATABASE_URL
+  const handle: DatabaseHandle = serverUrl
+    ? createPostgresDatabase({ connectionString: serverUrl, poolSize: 5, schema: workerSchema() })
+    : await testDatabase()
+  const app = await buildApp(testConfig(env), {
+    database: handle,
+    ...(withCounters ? { counterStore: new MemoryCounterStore() } : {}),
+  })
+  await app.ready()
+  return {
+    app,
+    async close() {
+      await app.close()
+      if (serverUrl) await handle.db.destroy()
+    },
+  }
+}

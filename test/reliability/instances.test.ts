@@ -1,0 +1,77 @@
+import { Redis } from 'ioredis'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { resetDatabase, testDatabase } from '../helpers/database.js'
+import { startInstance, type Instance } from '../helpers/instances.js'
+import { bearer, DEMO_PASSWORD, obtainTokens, problemOf } from '../helpers/app.js'
+
+describe('two instances of the service on one database', () => {
+  let instances: Instance[] = []
+
+  beforeEach(async () => {
+    await testDatabase()
+    await resetDatabase()
+    instances = [await startInstance(), await startInstance()]
+  })
+  afterEach(async () => {
+    await Promise.all(instances.map((instance) => instance.close()))
+  })
+
+  const refresh = (instance: Instance | undefined, token: string) =>
+    instance?.app.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh: token } })
+
+  it('detects a refresh token replayed on the other instance and revokes the family on both', async () => {
+    const [first, second] = instances
+    const tokens = await obtainTokens(first?.app as never, 'alice@acme.example', DEMO_PASSWORD)
+    const rotated = await refresh(first, tokens.refresh)
+    expect(rotated?.statusCode).toBe(200)
+    problemOf(await refresh(second, tokens.refresh) as never, 401, 'token_not_valid')
+    const next = rotated?.json()
+    problemOf(await refresh(first, next.refresh) as never, 401, 'token_not_valid')
+    const read = await second?.app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: bearer(next.access) })
+    problemOf(read as never, 401, 'token_not_valid')
+  })
+
+  it('lets exactly one of two instances spend a refresh token presented to both at once', async () => {
+    const [first, second] = instances
+    const tokens = await obtainTokens(first?.app as never, 'bob@beta.example', DEMO_PASSWORD)
+    const statuses = (await Promise.all([refresh(first, tokens.refresh), refresh(second, tokens.refresh)])).map(
+      (response) => response?.statusCode,
+    )
+    expect(statuses.sort()).toEqual([200, 401])
+  })
+})
+
+describe('two listening instances sharing the login-failure counters through Redis', () => {
+  const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+  let instances: Instance[] = []
+
+  beforeEach(async () => {
+    await testDatabase()
+    await resetDatabase()
+    const redis = new Redis(redisUrl)
+    const keys = await redis.keys('login-failures:*')
+    if (keys.length) await redis.del(...keys)
+    await redis.quit()
+    const env = { REDIS_URL: redisUrl, LOGIN_FAILURES_PER_CLIENT: '3', LOGIN_FAILURE_WINDOW: '60' }
+    instances = [await startInstance(env, false), await startInstance(env, false)]
+    for (const instance of instances) await instance.app.listen({ port: 0, host: '127.0.0.1' })
+  })
+  afterEach(async () => {
+    await Promise.all(instances.map((instance) => instance.close()))
+  })
+
+  it('blocks on one instance what failed on the other, with Retry-After', async () => {
+    const url = (instance: Instance | undefined) => {
+      const address = instance?.app.server.address()
+      return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/api/auth/v1/token`
+    }
+    const email = `shared-${process.pid}-${Date.now()}@acme.example`
+    const attempt = (instance: Instance | undefined) =>
+      fetch(url(instance), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'wrong' }) })
+    for (const instance of [instances[0], instances[1], instances[0]]) expect((await attempt(instance)).status).toBe(401)
+    const blocked = await attempt(instances[1])
+    expect(blocked.status).toBe(429)
+    expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect(blocked.headers.get('content-type')).toBe('application/problem+json; charset=utf-8')
+  })
+})

@@ -1,0 +1,37 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { resetDatabase, testDatabase } from '../helpers/database.js'
+import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
+import { DEMO_PASSWORD } from '../helpers/app.js'
+
+describe('SIGTERM under load', () => {
+  let server: ServerProcess | undefined
+
+  beforeEach(async () => {
+    await testDatabase()
+    await resetDatabase()
+  })
+  afterEach(async () => {
+    await server?.stop('SIGKILL')
+  })
+
+  it('finishes every request in flight, then exits 0', async () => {
+    server = await startServerProcess()
+    const login = (email: string) =>
+      fetch(`${server?.baseUrl}/api/auth/v1/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', connection: 'close' },
+        body: JSON.stringify({ email, password: DEMO_PASSWORD }),
+      })
+    // Password hashing makes each of these take a while: they are in flight when SIGTERM lands.
+    const emails = ['alice@acme.example', 'bob@beta.example', 'carol@gamma.example', 'dave@delta.example']
+    const inFlight = Array.from({ length: 24 }, (_, index) => login(emails[index % emails.length] ?? ''))
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    server.child.kill('SIGTERM')
+    const responses = await Promise.all(inFlight)
+    expect(responses.map((response) => response.status)).toEqual(Array(24).fill(200))
+    for (const response of responses) expect(await response.json()).toHaveProperty('access')
+    expect(await server.exited).toBe(0)
+    expect(server.output.some((line) => line.includes('shutting down'))).toBe(true)
+    await expect(login('alice@acme.example')).rejects.toThrow()
+  })
+})
