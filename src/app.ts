@@ -25,6 +25,7 @@ import errorsPlugin from './plugins/errors.js'
 import healthRoutes from './plugins/health.js'
 import jwksRoutes from './plugins/jwks.js'
 import tenancyPlugin from './plugins/tenancy.js'
+import registrationRoutes from './registration/plugin.js'
 import webhookRoutes from './webhooks/plugin.js'
 
 export interface BuildOptions {
@@ -96,5 +97,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(companyRoutes, { prefix: '/api/company' })
   await app.register(marketplaceRoutes, { prefix: '/api/v1/marketplace' })
   await app.register(webhookRoutes, { config })
+  await app.register(registrationRoutes, { prefix: '/api/registration/v1', config })
   return app
 }

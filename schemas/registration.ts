@@ -1,0 +1,46 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { SessionUser, TokenPairResponse } from './auth.js'
+import { Errors } from './common.js'
+
+/** Not constrained here: every malformed link must be the same `invalid_link`, not a validation error. */
+export const ConfirmMigrationParams = Type.Object({
+  uidb64: Type.String({ description: "URL-safe base64 (no padding) of the user's old integer id, or of their UUID" }),
+  token: Type.String({ description: '`<base36 timestamp>-<hash>`, as made by Django\'s PasswordResetTokenGenerator' }),
+})
+export type ConfirmMigrationParams = Static<typeof ConfirmMigrationParams>
+
+export const ConfirmMigrationRequest = Type.Object(
+  {
+    password: Type.Optional(
+      Type.String({ minLength: 8, maxLength: 1024, description: 'Replaces the password kept from the old platform' }),
+    ),
+  },
+  { description: 'Optional: no body, or an empty one, is the same as `{}`.' },
+)
+export type ConfirmMigrationRequest = Static<typeof ConfirmMigrationRequest>
+
+export const ConfirmMigrationResponse = Type.Object({
+  ...TokenPairResponse.properties,
+  user: SessionUser,
+})
+
+export const confirmMigrationRouteSchema = {
+  tags: ['registration'],
+  summary: 'Confirm an account migrated from the old platform',
+  description: [
+    'Public. The link is the one the old platform e-mailed (Django `PasswordResetTokenGenerator`, SHA-256) or one made',
+    'with `npm run confirmation-link -- <email>`; it is valid for `LINK_TTL` (default 3 days) and is checked against',
+    '`LEGACY_SECRET_KEY` and each of `LEGACY_SECRET_KEY_FALLBACKS`. A timestamp more than 5 minutes in the future is',
+    'refused.',
+    '',
+    'On success the account is active, `last_login` is set (which spends the link) and a session starts, as at login.',
+    'With `password` the new password replaces the old one; without it the old password stays valid.',
+    'The body is optional: no body, or an empty body, is the same as `{}`.',
+    '',
+    'A malformed `uidb64`, an unknown or already confirmed user, and a wrong, tampered, expired or used token are all',
+    '`400 invalid_link`.',
+  ].join('\n'),
+  params: ConfirmMigrationParams,
+  body: ConfirmMigrationRequest,
+  response: { 201: ConfirmMigrationResponse, 400: Errors[400], 413: Errors[413], 415: Errors[415], 503: Errors[503] },
+}

@@ -1,0 +1,40 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyInstance } from 'fastify'
+import { confirmMigrationRouteSchema } from '../../schemas/registration.js'
+import type { Config } from '../config.js'
+import { emptyBodyAsObject } from '../lib/optional-body.js'
+import { confirmMigratedAccount } from './confirmation.js'
+
+export interface RegistrationPluginOptions {
+  config: Config
+}
+
+/**
+ * The body of this route is optional, and DRF read an empty body as no data: an empty
+ * `application/json` body is `{}` here instead of a parse error (encapsulated to this plugin).
+ */
+function acceptEmptyJson(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error')
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body.length === 0) done(null, {})
+    else parseJson(request, body.toString(), done)
+  })
+}
+
+/** Route 10: confirmation of accounts migrated from the old platform. */
+const registrationRoutes: FastifyPluginAsyncTypebox<RegistrationPluginOptions> = async (app, { config }) => {
+  acceptEmptyJson(app)
+
+  app.post(
+    '/confirm-migration-account/:uidb64/:token',
+    { schema: confirmMigrationRouteSchema, config: { public: true }, preValidation: emptyBodyAsObject },
+    async (request, reply) => {
+      const { user, tokens } = await confirmMigratedAccount(app.db, app.tokens, config, request.params, request.body.password)
+      reply.code(201)
+      return { refresh: tokens.refresh, access: tokens.access, user }
+    },
+  )
+}
+
+export default registrationRoutes
