@@ -11,7 +11,11 @@ export interface ServerProcess {
   baseUrl: string
   output: string[]
   exited: Promise<number | null>
+  /** The embedded database's folder, when the process runs on one; kept until cleanup(). */
+  dataDir: string | undefined
   stop(signal?: NodeJS.Signals): Promise<number | null>
+  /** Stops the process (SIGKILL if still running) and removes its embedded database. */
+  cleanup(): Promise<void>
 }
 
 async function freePort(): Promise<number> {
@@ -21,6 +25,20 @@ async function freePort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()))
   if (!address || typeof address !== 'object') throw new Error('no port')
   return address.port
+}
+
+/** Polls /health/live (whatever the log level) until the process answers, or fails if it exits. */
+async function waitUntilLive(baseUrl: string, exited: Promise<number | null>, output: string[]): Promise<void> {
+  let exitCode: number | null | undefined
+  void exited.then((code) => (exitCode = code))
+  const deadline = Date.now() + 60_000
+  while (Date.now() < deadline) {
+    if (exitCode !== undefined) throw new Error(`server exited (${exitCode}) before listening:\n${output.join('\n')}`)
+    const live = await fetch(`${baseUrl}/health/live`).then((response) => response.ok, () => false)
+    if (live) return
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`server did not listen within 60 s:\n${output.join('\n')}`)
 }
 
 /**
@@ -44,26 +62,24 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
   })
   const output: string[] = []
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  void exited.then(() => (dataDir ? rm(dataDir, { recursive: true, force: true }) : undefined))
-  const listening = new Promise<void>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output.push(...String(chunk).split('\n').filter(Boolean))
-      if (output.some((line) => line.includes('Server listening'))) resolve()
-    }
-    child.stdout?.on('data', onData)
-    child.stderr?.on('data', onData)
-    void exited.then((code) => reject(new Error(`server exited (${code}) before listening:\n${output.join('\n')}`)))
-  })
-  const timeout = setTimeout(() => child.kill('SIGKILL'), 60_000)
-  await listening.finally(() => clearTimeout(timeout))
+  const collect = (chunk: Buffer) => output.push(...String(chunk).split('\n').filter(Boolean))
+  child.stdout?.on('data', collect)
+  child.stderr?.on('data', collect)
+  await waitUntilLive(`http://127.0.0.1:${port}`, exited, output)
   return {
     child,
     baseUrl: `http://127.0.0.1:${port}`,
     output,
     exited,
+    dataDir,
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
-      if (child.exitCode === null) child.kill(signal)
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
       return exited
+    },
+    async cleanup() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+      await exited
+      if (dataDir) await rm(dataDir, { recursive: true, force: true })
     },
   }
 }
