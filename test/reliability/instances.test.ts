@@ -1,7 +1,7 @@
-import { Redis } from 'ioredis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { resetDatabase, testDatabase } from '../helpers/database.js'
 import { startInstance, type Instance } from '../helpers/instances.js'
+import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
 import { bearer, DEMO_PASSWORD, obtainTokens, problemOf } from '../helpers/app.js'
 
 describe('two instances of the service on one database', () => {
@@ -41,35 +41,31 @@ describe('two instances of the service on one database', () => {
   })
 })
 
-describe('two listening instances sharing the login-failure counters through Redis', () => {
+describe('two service processes sharing the login-failure counters through Redis', () => {
   const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
-  let instances: Instance[] = []
+  let servers: ServerProcess[] = []
 
   beforeEach(async () => {
     await testDatabase()
     await resetDatabase()
-    const redis = new Redis(redisUrl)
-    const keys = await redis.keys('login-failures:*')
-    if (keys.length) await redis.del(...keys)
-    await redis.quit()
-    const env = { REDIS_URL: redisUrl, LOGIN_FAILURES_PER_CLIENT: '3', LOGIN_FAILURE_WINDOW: '60' }
-    instances = [await startInstance(env, false), await startInstance(env, false)]
-    for (const instance of instances) await instance.app.listen({ port: 0, host: '127.0.0.1' })
+    const env = { REDIS_URL: redisUrl, LOGIN_FAILURES_PER_CLIENT: '3', LOGIN_FAILURE_WINDOW: '60', LOG_LEVEL: 'warn' }
+    servers = await Promise.all([startServerProcess(env), startServerProcess(env)])
   })
   afterEach(async () => {
-    await Promise.all(instances.map((instance) => instance.close()))
+    await Promise.all(servers.map((server) => server.cleanup()))
   })
 
-  it('blocks on one instance what failed on the other, with Retry-After', async () => {
-    const url = (instance: Instance | undefined) => {
-      const address = instance?.app.server.address()
-      return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/api/auth/v1/token`
-    }
+  it('blocks on one process what failed on the other, with Retry-After', async () => {
+    // A fresh e-mail per run: the counters outlive the processes in Redis.
     const email = `shared-${process.pid}-${Date.now()}@acme.example`
-    const attempt = (instance: Instance | undefined) =>
-      fetch(url(instance), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'wrong' }) })
-    for (const instance of [instances[0], instances[1], instances[0]]) expect((await attempt(instance)).status).toBe(401)
-    const blocked = await attempt(instances[1])
+    const attempt = (server: ServerProcess | undefined) =>
+      fetch(`${server?.baseUrl}/api/auth/v1/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: 'wrong' }),
+      })
+    for (const server of [servers[0], servers[1], servers[0]]) expect((await attempt(server)).status).toBe(401)
+    const blocked = await attempt(servers[1])
     expect(blocked.status).toBe(429)
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0)
     expect(blocked.headers.get('content-type')).toBe('application/problem+json; charset=utf-8')
