@@ -38,3 +38,9 @@ export const Errors = {
 
 /** The errors any authenticated route can answer. */
 export const AuthenticatedErrors = { 400: Errors[400], 401: Errors[401], 503: Errors[503] } as const
+
+/**
+ * Put `[OPTIONAL_BODY]: true` in a route schema whose body may be left out: @fastify/swagger always
+ * documents a body as required, and the docs plugin turns this mark into `required: false`.
+ */
+export const OPTIONAL_BODY = 'x-optional-body'

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { KYC_TYPES, KYC_VALIDITY_DAYS } from '../src/company/kyc-rules.js'
 import type { KycType } from '../src/db/types.js'
-import { DateOnly, Errors, Nullable, Timestamp, Uuid } from './common.js'
+import { DateOnly, Errors, Nullable, OPTIONAL_BODY, Timestamp, Uuid } from './common.js'
 
 const validityList = KYC_TYPES.map((type) => {
   const days = KYC_VALIDITY_DAYS[type]
@@ -100,6 +100,7 @@ export const checkDocumentsRouteSchema = {
 }
 
 export const solicitationRouteSchema = {
+  [OPTIONAL_BODY]: true,
   tags: ['company'],
   summary: 'Ask a seller for KYC documents',
   description:

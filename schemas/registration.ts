@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { SessionUser, TokenPairResponse } from './auth.js'
-import { Errors } from './common.js'
+import { Errors, OPTIONAL_BODY } from './common.js'
 
 /** Not constrained here: every malformed link must be the same `invalid_link`, not a validation error. */
 export const ConfirmMigrationParams = Type.Object({
@@ -25,6 +25,7 @@ export const ConfirmMigrationResponse = Type.Object({
 })
 
 export const confirmMigrationRouteSchema = {
+  [OPTIONAL_BODY]: true,
   tags: ['registration'],
   summary: 'Confirm an account migrated from the old platform',
   description: [

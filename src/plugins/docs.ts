@@ -2,9 +2,23 @@ import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { Problem } from '../../schemas/common.js'
+import { OPTIONAL_BODY, Problem } from '../../schemas/common.js'
 
 const bearer = [{ bearerAuth: [] }]
+
+type OpenApiDocument = { paths?: Record<string, Record<string, Record<string, unknown>>> }
+
+function applyOptionalBodies(document: OpenApiDocument): OpenApiDocument {
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      if (!operation[OPTIONAL_BODY]) continue
+      delete operation[OPTIONAL_BODY]
+      const body = operation.requestBody as { required?: boolean } | undefined
+      if (body) body.required = false
+    }
+  }
+  return document
+}
 
 /**
  * The OpenAPI 3 document made from the route schemas, served at `/docs/json` with a browsable UI
@@ -34,6 +48,10 @@ export default fp(
           { name: 'health', description: 'Liveness and readiness' },
         ],
       },
+      transformObject: (documentObject) =>
+        'openapiObject' in documentObject
+          ? (applyOptionalBodies(documentObject.openapiObject as OpenApiDocument) as typeof documentObject.openapiObject)
+          : documentObject.swaggerObject,
       refResolver: { buildLocalReference: (json, baseUri, fragment, index) => String(json.$id ?? `def-${index}`) },
     })
     app.addHook('onRoute', (route) => {

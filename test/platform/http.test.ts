@@ -80,6 +80,11 @@ describe('health, docs and failures', () => {
     expect(document.paths['/api/auth/v1/token'].post.responses).toHaveProperty('429')
     expect(document.paths['/api/company/v1/get-user-companies'].get.security).toEqual([{ bearerAuth: [] }])
     expect(document.components.schemas).toHaveProperty('Problem')
+    // Optional bodies are documented as such, and the marker does not leak into the document.
+    const confirmation = document.paths['/api/registration/v1/confirm-migration-account/{uidb64}/{token}'].post
+    expect(confirmation.requestBody.required).toBe(false)
+    expect(confirmation).not.toHaveProperty('x-optional-body')
+    expect(document.paths['/api/auth/v1/token'].post.requestBody.required).toBe(true)
   })
 
   it('answers 503 with Retry-After when the database cannot be reached, and says not ready', async () => {
