@@ -1,9 +1,7 @@
 import { mkdir } from 'node:fs/promises'
-import { PGlite } from '@electric-sql/pglite'
-import { Kysely, Migrator, PostgresDialect } from 'kysely'
-import { PGliteDialect } from 'kysely-pglite-dialect'
+import { Kysely, Migrator, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
-import { migrationProvider } from '../../db/migrations/index.js'
+import { migrationProvider, migrations } from '../../db/migrations/index.js'
 import type { Database } from './types.js'
 
 const DATE_OID = 1082
@@ -52,8 +50,15 @@ export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), kind: 'postgres', created: false }
 }
 
-/** An embedded PostgreSQL kept in `dataDir`, or in memory when `dataDir` is `memory://`. */
+/**
+ * An embedded PostgreSQL kept in `dataDir`, or in memory when `dataDir` is `memory://`. PGlite is
+ * loaded only here: on a real server its WASM bundle would cost start-up time and memory for nothing.
+ */
 export async function createEmbeddedDatabase(dataDir: string): Promise<DatabaseHandle> {
+  const [{ PGlite }, { PGliteDialect }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('kysely-pglite-dialect'),
+  ])
   const inMemory = dataDir.startsWith('memory://')
   let created = inMemory
   if (!inMemory) {
@@ -68,10 +73,26 @@ export async function createEmbeddedDatabase(dataDir: string): Promise<DatabaseH
 }
 
 /**
+ * Whether the newest migration is recorded: one query instead of the migrator's introspection of
+ * every table, which costs about half a second of each start on the embedded database.
+ */
+async function isUpToDate(db: Kysely<Database>, schema?: string): Promise<boolean> {
+  const latest = Object.keys(migrations).at(-1)
+  const table = sql.table(schema ? `${schema}.kysely_migration` : 'kysely_migration')
+  try {
+    const { rows } = await sql`SELECT 1 FROM ${table} WHERE name = ${latest}`.execute(db)
+    return rows.length > 0
+  } catch {
+    return false // no bookkeeping table yet: a new database
+  }
+}
+
+/**
  * Applies pending migrations. `schema` keeps Kysely's bookkeeping tables in that schema: without it
  * the migrator looks for them in every schema of the database and may find another's.
  */
 export async function migrateToLatest(db: Kysely<Database>, schema?: string): Promise<string[]> {
+  if (await isUpToDate(db, schema)) return []
   const migrator = new Migrator({ db, provider: migrationProvider, ...(schema ? { migrationTableSchema: schema } : {}) })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error
