@@ -24,6 +24,9 @@ export const removeBankAccountRouteSchema = {
     403: Type.Ref('Problem', { description: 'The membership lacks `bank_accounts` (`permission_denied`)' }),
     404: Errors[404],
     409: Type.Ref('Problem', { description: '`bank_account_in_use` or `last_bank_account`' }),
+    // The route takes no body, but a client may send one: it is read (and ignored) like any other.
+    413: Errors[413],
+    415: Errors[415],
     503: Errors[503],
   },
 }

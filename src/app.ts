@@ -3,7 +3,6 @@ import type { IncomingMessage } from 'node:http'
 import fastifySensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
-import { Redis } from 'ioredis'
 import authRoutes from './auth/plugin.js'
 import {
   FallbackCounterStore,
@@ -16,12 +15,13 @@ import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
 import { openDatabase } from './db/open.js'
 import type { DatabaseHandle } from './db/database.js'
+import { installStrictFormats } from './lib/formats.js'
 import { loggerOptions, type LogDestination } from './logging.js'
 import marketplaceRoutes from './marketplace/plugin.js'
 import authenticationPlugin from './plugins/authentication.js'
 import databasePlugin from './plugins/database.js'
 import docsPlugin from './plugins/docs.js'
-import errorsPlugin from './plugins/errors.js'
+import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
 import healthRoutes from './plugins/health.js'
 import jwksRoutes from './plugins/jwks.js'
 import tenancyPlugin from './plugins/tenancy.js'
@@ -53,16 +53,23 @@ function serverOptions(config: Config, options: BuildOptions): FastifyServerOpti
     // Fastify also takes a hop count here, which its type does not spell out.
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
     bodyLimit: 16 * 1024,
-    routerOptions: { ignoreTrailingSlash: true },
+    // Path secrets (the webhook's) may be long; the default of 100 made a longer one unreachable.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
+    frameworkErrors: handleFrameworkError,
     return503OnClosing: true,
-    ajv: { customOptions: { removeAdditional: true, coerceTypes: false, allErrors: true } },
+    ajv: {
+      customOptions: { removeAdditional: true, coerceTypes: false, allErrors: true },
+      onCreate: installStrictFormats,
+    },
   }
 }
 
-function counterStore(app: FastifyInstance, config: Config, options: BuildOptions): CounterStore {
+async function counterStore(app: FastifyInstance, config: Config, options: BuildOptions): Promise<CounterStore> {
   if (options.counterStore) return options.counterStore
   if (!config.redisUrl) return new MemoryCounterStore()
   // Short timeouts: a login must not hang on the cache; FallbackCounterStore takes over instead.
+  // Loaded only when configured: most single-instance deployments never need it.
+  const { Redis } = await import('ioredis')
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, commandTimeout: 500, connectTimeout: 2_000 })
   redis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error'))
   app.addHook('onClose', async () => {
@@ -90,7 +97,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)
 
-  const throttle = new LoginThrottle(counterStore(app, config, options), config.loginThrottle)
+  const throttle = new LoginThrottle(await counterStore(app, config, options), config.loginThrottle)
   await app.register(healthRoutes, { prefix: '/health' })
   await app.register(jwksRoutes, { config })
   await app.register(authRoutes, { prefix: '/api/auth/v1', config, throttle })

@@ -3,14 +3,64 @@ import type { FastifyRequest } from 'fastify'
 
 export type LogDestination = DestinationStream
 
-/** Path segments that are secrets: the webhook's sender secret and the confirmation link's token. */
-const SECRET_PATHS: [RegExp, string][] = [
-  [/^(\/webhook\/[^/?#]+\/)[^/?#]+/, '$1[REDACTED]'],
-  [/^(\/api\/registration\/v1\/confirm-migration-account\/[^/?#]+\/)[^/?#]+/, '$1[REDACTED]'],
-]
+const MASK = '[REDACTED]'
 
+function decoded(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
+
+/**
+ * Route 12's path ends in the sender's secret and route 10's in the confirmation token. Matched
+ * loosely (any case, repeated slashes, missing or extra segments): a mistyped URL that reaches the
+ * 404 handler carries the secret all the same. The webhook keeps its provider name, a well-formed
+ * confirmation link its (not secret) uidb64; every other segment after the anchor is masked.
+ */
+function maskSecretSegments(path: string): string {
+  const segments = path.split('/')
+  const names = segments.map((segment) => decoded(segment).toLowerCase())
+  const webhook = names.indexOf('webhook')
+  if (webhook !== -1) {
+    return segments
+      .map((segment, index) => (index <= webhook || segment === '' || (index === webhook + 1 && names[index] === 'esign') ? segment : MASK))
+      .join('/')
+  }
+  const confirm = names.indexOf('confirm-migration-account')
+  if (confirm !== -1) {
+    const after = segments.slice(confirm + 1)
+    const keepUid = (after.at(-1) === '' ? after.length - 1 : after.length) === 2
+    return segments
+      .map((segment, index) => (index <= confirm || segment === '' || (keepUid && index === confirm + 1) ? segment : MASK))
+      .join('/')
+  }
+  return path
+}
+
+/** No route reads a query string, and clients put tokens and passwords there: values are never logged. */
+const maskQuery = (query: string): string =>
+  query
+    .split('&')
+    .map((part) => {
+      const equals = part.indexOf('=')
+      if (equals === -1) return part === '' ? '' : MASK
+      return `${part.slice(0, equals)}=${MASK}`
+    })
+    .join('&')
+
+/**
+ * Tokens wherever a client put them in the path, even where no route expects one: a JWT (its
+ * base64url JSON header starts `eyJ`) and a confirmation-link token (`<base36>-<hex hash>`).
+ */
+const TOKENS = /eyJ[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]*)*|\b[0-9a-z]{1,13}-[0-9a-f]{20,}\b/g
+
+/** The request URL as it may be logged: secret path segments, tokens and query values masked. */
 export function redactUrl(url: string): string {
-  return SECRET_PATHS.reduce((masked, [pattern, replacement]) => masked.replace(pattern, replacement), url)
+  const queryAt = url.indexOf('?')
+  const path = maskSecretSegments(queryAt === -1 ? url : url.slice(0, queryAt)).replace(TOKENS, MASK)
+  return queryAt === -1 ? path : `${path}?${maskQuery(url.slice(queryAt + 1))}`
 }
 
 /** pino JSON logs with credentials and secrets removed (CONTRACT.md §5). */

@@ -25,3 +25,12 @@ export function uniqueViolation(error: unknown): string | undefined {
   }
   return undefined
 }
+
+/**
+ * Text PostgreSQL cannot hold: a NUL character (22021, `invalid byte sequence for encoding "UTF8":
+ * 0x00`), or a `\u0000` escape in jsonb (22P05). JSON carries both easily; they are bad input.
+ */
+export function isUnstorableText(error: unknown): boolean {
+  const code = error && typeof error === 'object' ? (error as { code?: unknown }).code : undefined
+  return code === '22021' || code === '22P05'
+}

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { defaultCode, isProblem, problemBody, WWW_AUTHENTICATE } from '../lib/problem.js'
-import { isDatabaseUnavailable } from '../db/errors.js'
+import { isDatabaseUnavailable, isUnstorableText } from '../db/errors.js'
 
 type ValidationIssue = NonNullable<FastifyError['validation']>[number]
 
@@ -51,6 +51,22 @@ export function sendProblem(
   return reply.code(status).type('application/problem+json').send(problemBody(status, code, detail, extra))
 }
 
+/**
+ * Errors the router raises before any hook runs (Fastify's `frameworkErrors`): a path that is not
+ * valid percent-encoding, or a path segment longer than the router takes. Both are a malformed
+ * path: 400 like a malformed id, in the contract's shape, and never the path echoed back (it may
+ * carry the webhook secret).
+ */
+export function handleFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  reply.header('x-request-id', request.id)
+  if (error.code === 'FST_ERR_BAD_URL' || error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    const message = error.code === 'FST_ERR_BAD_URL' ? 'Not a valid URL path (malformed percent-encoding).' : 'A path segment is too long.'
+    return sendProblem(reply, 400, 'invalid', 'Invalid input.', { errors: { path: [message] } })
+  }
+  request.log.error({ err: error }, 'unexpected router failure')
+  return sendProblem(reply, 500, 'server_error', 'A server error occurred.')
+}
+
 function handleError(this: FastifyInstance, error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (isProblem(error)) {
     if (error.headers) reply.headers(error.headers)
@@ -63,6 +79,12 @@ function handleError(this: FastifyInstance, error: FastifyError, request: Fastif
   if (framework) return sendProblem(reply, framework.status, framework.code, framework.detail)
   if (error instanceof SyntaxError && error.statusCode === 400) {
     return sendProblem(reply, 400, 'parse_error', 'JSON parse error - the body is not valid JSON.')
+  }
+  if (isUnstorableText(error)) {
+    // Found by the database, so no field path: a NUL may hide in any string the route stores or looks up.
+    return sendProblem(reply, 400, 'invalid', 'Invalid input.', {
+      errors: { non_field_errors: ['Text must not contain the NUL character (\\u0000).'] },
+    })
   }
   if (isDatabaseUnavailable(error)) {
     request.log.warn({ err: error }, 'database unavailable')

@@ -120,6 +120,23 @@ describe('DELETE /api/company/v1/{company_role_id}/bank-account/{bank_account_id
     expect(await activeIds(companies.acme)).toContain(accounts.acme2)
   })
 
+  it('answers a body it does not take as documented: 415 when not JSON, 413 when too large', async () => {
+    const text = await context.app.inject({
+      method: 'DELETE', url: url(roles.acmeSeller, accounts.acme2),
+      headers: { ...bearer(await tokenOf('alice@acme.example')), 'content-type': 'text/plain' }, payload: 'please',
+    })
+    problemOf(text, 415, 'unsupported_media_type')
+    const large = await context.app.inject({
+      method: 'DELETE', url: url(roles.acmeSeller, accounts.acme2),
+      headers: bearer(await tokenOf('alice@acme.example')), payload: { padding: 'x'.repeat(17 * 1024) },
+    })
+    problemOf(large, 413, 'payload_too_large')
+    expect(await activeIds(companies.acme)).toContain(accounts.acme2)
+    const documented = (await context.app.inject({ method: 'GET', url: '/docs/json' })).json()
+    const responses = documented.paths['/api/company/v1/{company_role_id}/bank-account/{bank_account_id}'].delete.responses
+    expect(Object.keys(responses)).toEqual(expect.arrayContaining(['413', '415']))
+  })
+
   it('answers 400 to a malformed id', async () => {
     const body = problemOf(await remove(roles.acmeSeller, 'not-a-uuid'), 400, 'invalid')
     expect(body.errors).toHaveProperty('bank_account_id')

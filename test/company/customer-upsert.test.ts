@@ -183,6 +183,17 @@ describe('POST /api/company/v1/{company_role_id}/customers/{id}', () => {
     expect(await errorsOf({ name: 'X', tax_id: '529.982.247-24', phone: '123' })).toEqual(['phone', 'tax_id'])
   })
 
+  it('answers 400 invalid, not 500, to a NUL character that PostgreSQL cannot store, and stores nothing', async () => {
+    for (const field of ['name', 'email', 'phone'] as const) {
+      const id = randomUUID()
+      const value = { name: 'Zeta\u0000Ltda', email: 'pay\u0000@zeta.example', phone: '+55119876\u000054321' }[field]
+      const response = await save(id, { ...zetaValid(), [field]: value })
+      // The schema or the rule catches some; the database finds the rest (then without a field path).
+      expect({ field, status: response.statusCode, code: response.json().code }).toEqual({ field, status: 400, code: 'invalid' })
+      expect(await stored(id)).toBeUndefined()
+    }
+  })
+
   it('answers 400 to a malformed id and 415 to a body that is not JSON', async () => {
     expect(Object.keys(problemOf(await save('not-a-uuid', zetaValid()), 400, 'invalid').errors as object)).toEqual(['id'])
     const form = await context.app.inject({

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import { createPostgresDatabase } from '../../src/db/database.js'
-import { bearer, buildTestApp, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp } from '../helpers/app.js'
+import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp } from '../helpers/app.js'
 
 const ctx = useTestApp()
 
@@ -44,6 +44,22 @@ describe('conventions every route shares', () => {
       method: 'POST', url: '/api/auth/v1/token/refresh', payload: '{"refresh":"x"}', headers: { 'content-type': 'text/plain' },
     })
     problemOf(response, 415, 'unsupported_media_type')
+  })
+
+  it('answers 400 invalid, not 500, to a urn:uuid: id (ajv-formats takes it, PostgreSQL does not)', async () => {
+    const tokens = await obtainTokens(ctx.app, 'bob@beta.example', DEMO_PASSWORD)
+    const urn = `urn:uuid:${DEMO.roles.betaBuyer}`
+    const response = await ctx.app.inject({ method: 'GET', url: `/api/v1/marketplace/${urn}/title/${DEMO.titles.t1}/documents`, headers: bearer(tokens.access) })
+    expect(problemOf(response, 400, 'invalid').errors).toEqual({ company_role_id: ['Must be a valid uuid.'] })
+  })
+
+  it('answers a malformed or over-long path with a 400 problem that does not echo the path', async () => {
+    for (const url of ['/webhook/esign/secret-in-path%ZZ/', '/api/company/v1/get-user-companies%', `/webhook/esign/${'s'.repeat(1025)}/`]) {
+      const response = await ctx.app.inject({ method: 'POST', url, headers: { 'x-request-id': 'bad-url-1' } })
+      expect(problemOf(response, 400, 'invalid').errors).toHaveProperty('path')
+      expect(response.headers['x-request-id']).toBe('bad-url-1')
+      expect(response.body).not.toMatch(/secret-in-path|ssss/)
+    }
   })
 
   it('takes the client address from X-Forwarded-For only when TRUST_PROXY says so', async () => {

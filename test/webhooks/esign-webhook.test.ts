@@ -196,6 +196,25 @@ describe('POST /webhook/esign/{secret}/', () => {
     expect(await storedDeliveries()).toHaveLength(0)
   })
 
+  it('answers 400, not 500, to a time JavaScript or PostgreSQL cannot hold, and stores nothing', async () => {
+    // RFC 3339 takes a leap second; Date cannot. Year 0000 and a +10000 year are outside PostgreSQL's input.
+    for (const time of ['2016-12-31T23:59:60Z', '0000-01-01T00:00:00Z', '9999-12-31T23:59:59-23:59']) {
+      const problem = problemOf(await postWebhook(context.app, notification('close', time)), 400, 'invalid')
+      expect(problem.errors).toEqual({ 'event.occurred_at': ['Must be a valid date-time.'] })
+    }
+    expect((await postWebhook(context.app, notification('close', '2026-01-01T10:00:00+14:00'))).statusCode).toBe(201)
+  })
+
+  it('answers 400, not 500, to a NUL character in a stored or looked-up string, and stores nothing', async () => {
+    const bodies = [
+      notification('sign\u0000', T1, { signer: BOB }),
+      notification('sign', T1, { key: `${PENDING_ENVELOPE}\u0000` }),
+      notification('sign', T1, { signer: `${BOB}\u0000` }),
+    ]
+    for (const body of bodies) problemOf(await postWebhook(context.app, body), 400, 'invalid')
+    expect(await storedDeliveries()).toHaveLength(0)
+  })
+
   it('answers 415 for another media type', async () => {
     const body = JSON.stringify(notification('sign', T1, { signer: BOB }))
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
@@ -226,6 +245,17 @@ describe('POST /webhook/esign/{secret}/ with rotated secrets and an HMAC key', (
   })
 
   const hmacOf = (body: string, key = HMAC_KEY) => `sha256=${createHmac('sha256', key).update(body).digest('hex')}`
+
+  it('accepts a secret longer than 100 characters (the router took no longer path segment)', async () => {
+    const secret = 'a1b2c3d4'.repeat(16)
+    const longSecretApp = await buildTestApp({ ESIGN_WEBHOOK_SECRETS: secret })
+    try {
+      expect((await postWebhook(longSecretApp, notification('sign', T1, { signer: BOB }), { secret })).statusCode).toBe(201)
+      problemOf(await postWebhook(longSecretApp, notification('sign', T1, { signer: BOB }), { secret: `${secret}x` }), 404, 'not_found')
+    } finally {
+      await longSecretApp.close()
+    }
+  })
 
   it('accepts every configured secret, and no longer the default one', async () => {
     const old = JSON.stringify(notification('sign', T1, { signer: ALICE }))
