@@ -21,6 +21,7 @@ import marketplaceRoutes from './marketplace/plugin.js'
 import authenticationPlugin from './plugins/authentication.js'
 import databasePlugin from './plugins/database.js'
 import docsPlugin from './plugins/docs.js'
+import drainingPlugin from './plugins/draining.js'
 import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
 import healthRoutes from './plugins/health.js'
 import jwksRoutes from './plugins/jwks.js'
@@ -56,7 +57,8 @@ function serverOptions(config: Config, options: BuildOptions): FastifyServerOpti
     // Path secrets (the webhook's) may be long; the default of 100 made a longer one unreachable.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
     frameworkErrors: handleFrameworkError,
-    return503OnClosing: true,
+    // src/plugins/draining.ts answers during shutdown, in the contract's shape.
+    return503OnClosing: false,
     ajv: {
       customOptions: { removeAdditional: true, coerceTypes: false, allErrors: true },
       onCreate: installStrictFormats,
@@ -92,6 +94,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.removeContentTypeParser('text/plain')
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
+  await app.register(drainingPlugin)
   await app.register(databasePlugin, { db: database.db, owned: options.database === undefined })
   await app.register(docsPlugin)
   await app.register(authenticationPlugin, { config })

@@ -1,3 +1,5 @@
+import { connect } from 'node:net'
+import lightInject from 'light-my-request'
 import { Writable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/app.js'
@@ -148,5 +150,44 @@ describe('logs', () => {
     expect(lines.some((line) => JSON.parse(line).request_id === 'trace-me')).toBe(true)
     for (const secret of [DEMO_PASSWORD, 'super-secret-value', 'Bearer ']) expect(all).not.toContain(secret)
     expect(all).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}/)
+  })
+})
+
+describe('shutdown', () => {
+  it('finishes a request in flight on a keep-alive connection, then closes that connection', async () => {
+    const app = await buildTestApp()
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const address = app.server.address()
+    const socket = connect(typeof address === 'object' && address ? address.port : 0, '127.0.0.1')
+    const received: Buffer[] = []
+    socket.on('data', (chunk: Buffer) => received.push(chunk))
+    const socketClosed = new Promise((resolve) => socket.on('close', resolve))
+    const login = JSON.stringify({ email: 'alice@acme.example', password: DEMO_PASSWORD })
+    socket.write(
+      `POST /api/auth/v1/token HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(login)}\r\n\r\n${login}`,
+    )
+    await new Promise((resolve) => setTimeout(resolve, 10)) // the login is being served
+    const started = Date.now()
+    await app.close()
+    await socketClosed
+    // Without `Connection: close`, close() would wait for the client's keep-alive to lapse.
+    expect(Date.now() - started).toBeLessThan(5_000)
+    const response = Buffer.concat(received).toString()
+    expect(response).toMatch(/^HTTP\/1\.1 200/)
+    expect(response).toMatch(/connection: close/i)
+    expect(response).toContain('"access"')
+  })
+
+  it('answers a request that reaches the router while draining with a 503 problem and Retry-After', async () => {
+    const app = await buildTestApp()
+    await app.close()
+    // Fastify's inject refuses a closed app; light-my-request drives its router directly, as a
+    // request arriving on a still-open connection would reach it.
+    const late = await lightInject(app.routing, { method: 'GET', url: '/health/live' })
+    expect(late.statusCode).toBe(503)
+    expect(late.headers['retry-after']).toBe('5')
+    expect(late.headers['content-type']).toBe('application/problem+json; charset=utf-8')
+    expect(late.json()).toMatchObject({ status: 503, code: 'service_unavailable' })
   })
 })
