@@ -5,7 +5,9 @@ import { findActiveUserForToken, type AuthenticatedUser } from '../auth/reposito
 import { tokenNotValid } from '../auth/sessions.js'
 import { TokenSigner, type TokenClaims } from '../auth/tokens.js'
 import type { Config } from '../config.js'
+import { UUID_FORMAT } from '../lib/formats.js'
 import { problem } from '../lib/problem.js'
+import { findUserWithMembership } from '../tenancy/principal.js'
 import { jwkThumbprint } from './jwks.js'
 
 export interface AuthContext {
@@ -53,6 +55,16 @@ function jwtPluginOptions(config: Config['jwt']) {
   return { ...common, secret }
 }
 
+/**
+ * The company role whose membership the route will check (src/plugins/tenancy.ts), when its id is
+ * well-formed: fetched with the user in one query. A malformed id is left to schema validation (400).
+ */
+function companyRoleToPrefetch(request: FastifyRequest): string | undefined {
+  if (!request.routeOptions.config.companyRole) return undefined
+  const id = (request.params as { company_role_id?: unknown } | undefined)?.company_role_id
+  return typeof id === 'string' && UUID_FORMAT.test(id) ? id : undefined
+}
+
 function bearerToken(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization
   if (!header) return undefined
@@ -78,9 +90,17 @@ export default fp(
       if (token === undefined) throw notAuthenticated()
       const claims = app.tokens.verify(token, 'access')
       if (!claims) throw tokenNotValid()
-      const user = await findActiveUserForToken(app.db, claims.user_id, claims.fid)
-      if (!user) throw tokenNotValid()
-      request.auth = { user, claims }
+      const companyRoleId = companyRoleToPrefetch(request)
+      if (companyRoleId === undefined) {
+        const user = await findActiveUserForToken(app.db, claims.user_id, claims.fid)
+        if (!user) throw tokenNotValid()
+        request.auth = { user, claims }
+        return
+      }
+      const principal = await findUserWithMembership(app.db, claims.user_id, claims.fid, companyRoleId)
+      if (!principal) throw tokenNotValid()
+      request.auth = { user: principal.user, claims }
+      request.prefetchedMembership = { companyRoleId, membership: principal.membership }
     })
   },
   { name: 'authentication', dependencies: ['database'] },

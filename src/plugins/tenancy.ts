@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { authorise, findMembership, type CompanyRoleContext, type RoleRequirement } from '../tenancy/membership.js'
+import { authorise, type CompanyRoleContext, type RoleRequirement } from '../tenancy/membership.js'
 import { PresenceTracker } from '../tenancy/presence.js'
 
 declare module 'fastify' {
@@ -11,6 +11,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set on routes with a `companyRole` config, after the membership check. */
     companyRole: CompanyRoleContext
+    /** The membership the JWT hook fetched with the user, saving this check its own query. */
+    prefetchedMembership: { companyRoleId: string; membership: CompanyRoleContext | undefined } | null
   }
   interface FastifyInstance {
     presence: PresenceTracker
@@ -26,13 +28,17 @@ export default fp(
   async function tenancyPlugin(app: FastifyInstance) {
     app.decorate('presence', new PresenceTracker(app.db))
     app.decorateRequest('companyRole', null as unknown as CompanyRoleContext)
+    app.decorateRequest('prefetchedMembership', null)
 
     app.addHook('preHandler', async (request: FastifyRequest) => {
       const requirement = request.routeOptions.config.companyRole
       if (!requirement) return
       const { company_role_id: companyRoleId } = request.params as { company_role_id: string }
-      const membership = await findMembership(app.db, request.auth.user.id, companyRoleId)
-      request.companyRole = authorise(membership, requirement)
+      // The JWT hook fetched it with the user (src/tenancy/principal.ts); validation has made sure
+      // the id it used is the well-formed one in the path.
+      const prefetched = request.prefetchedMembership
+      if (prefetched?.companyRoleId !== companyRoleId) throw new Error('membership was not prefetched for this company role')
+      request.companyRole = authorise(prefetched.membership, requirement)
       await app.presence.markSeen(companyRoleId)
     })
   },

@@ -1,4 +1,4 @@
-import type { Db, Permission, RoleKind } from '../db/types.js'
+import type { Permission, RoleKind } from '../db/types.js'
 import { problem } from '../lib/problem.js'
 
 /** The company role a request acts for, as the caller's membership grants it. */
@@ -7,25 +7,6 @@ export interface CompanyRoleContext {
   companyId: string
   role: RoleKind
   permissions: readonly Permission[]
-}
-
-/**
- * The caller's active membership of an active role of an active company: one query on the
- * (user_id, company_role_id) unique index.
- */
-export async function findMembership(db: Db, userId: string, companyRoleId: string): Promise<CompanyRoleContext | undefined> {
-  const row = await db
-    .selectFrom('memberships')
-    .innerJoin('company_roles', 'company_roles.id', 'memberships.company_role_id')
-    .innerJoin('companies', 'companies.id', 'company_roles.company_id')
-    .select(['company_roles.id', 'company_roles.company_id', 'company_roles.role', 'memberships.permissions'])
-    .where('memberships.user_id', '=', userId)
-    .where('memberships.company_role_id', '=', companyRoleId)
-    .where('memberships.is_active', '=', true)
-    .where('company_roles.is_active', '=', true)
-    .where('companies.is_active', '=', true)
-    .executeTakeFirst()
-  return row && { companyRoleId: row.id, companyId: row.company_id, role: row.role, permissions: row.permissions }
 }
 
 export const hasPermission = (context: CompanyRoleContext, permission: Permission): boolean =>
