@@ -1,0 +1,203 @@
+import { randomUUID } from 'node:crypto'
+import type autocannon from 'autocannon'
+import { DEMO, DEMO_PASSWORD } from '../db/seed/demo.js'
+import { BENCH_ENVELOPES, BENCH_SIGNERS, benchEnvelopeKey, createRefreshTokens, serviceTokenSigner } from './database.js'
+
+/** What a scenario asks autocannon for; url, connections and duration come from the runner. */
+export type LoadSpec = Pick<autocannon.Options, 'method' | 'headers' | 'body' | 'requests' | 'maxOverallRequests'> & { path: string }
+
+export type ScenarioKind = 'read' | 'login' | 'refresh' | 'webhook' | 'floor'
+
+export interface ScenarioContext {
+  baseUrl: string
+  databaseUrl: string
+  /** Requests the measurement plus its warm-up could need at most (sizes the refresh-token pool). */
+  requestBudget: number
+}
+
+export interface Scenario {
+  id: string
+  /** The route's number in the README (empty for the floor). */
+  route: string
+  label: string
+  kind: ScenarioKind
+  /** Prepares data, then gives the load for each phase (warm-up, measurement); phases share state. */
+  prepare(context: ScenarioContext): Promise<() => LoadSpec>
+}
+
+const json = { 'content-type': 'application/json' }
+
+/** An access token from route 1 of the running service (the demo users all share one password). */
+export async function accessToken(baseUrl: string, email: string): Promise<string> {
+  const response = await fetch(`${baseUrl}/api/auth/v1/token`, {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ email, password: DEMO_PASSWORD }),
+  })
+  if (!response.ok) throw new Error(`login of ${email} failed: ${response.status} ${await response.text()}`)
+  return ((await response.json()) as { access: string }).access
+}
+
+/** Fails fast, with the body, when a route does not answer 2xx before it is loaded. */
+async function assertAnswers(baseUrl: string, spec: LoadSpec): Promise<void> {
+  const response = await fetch(`${baseUrl}${spec.path}`, {
+    method: spec.method ?? 'GET',
+    headers: (spec.headers ?? {}) as Record<string, string>,
+    ...(typeof spec.body === 'string' ? { body: spec.body } : {}),
+  })
+  const body = await response.text()
+  if (!response.ok) throw new Error(`${spec.method ?? 'GET'} ${spec.path}: ${response.status} ${body}`)
+}
+
+const { roles, users, titles } = DEMO
+
+/** An authenticated GET by one demo user, the same request every time. */
+function readScenario(id: string, route: string, label: string, email: string, path: string): Scenario {
+  return {
+    id,
+    route,
+    label,
+    kind: 'read',
+    async prepare({ baseUrl }) {
+      const spec: LoadSpec = { path, method: 'GET', headers: { authorization: `Bearer ${await accessToken(baseUrl, email)}` } }
+      await assertAnswers(baseUrl, spec)
+      return () => spec
+    },
+  }
+}
+
+export const READS: Scenario[] = [
+  readScenario('r4', '4', 'GET get-user-companies (alice)', 'alice@acme.example', '/api/company/v1/get-user-companies'),
+  readScenario(
+    'r6',
+    '6',
+    'GET chat partner presence (bob)',
+    'bob@beta.example',
+    `/api/company/v1/${roles.betaBuyer}/chat/partners/${roles.acmeSeller}/presence`,
+  ),
+  readScenario(
+    'r7',
+    '7',
+    'GET buyer check-documents (bob → Acme)',
+    'bob@beta.example',
+    `/api/company/v1/${roles.betaBuyer}/buyer/check-documents/${roles.acmeSeller}`,
+  ),
+  readScenario(
+    'r9',
+    '9',
+    'GET title documents (bob, t1)',
+    'bob@beta.example',
+    `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t1}/documents`,
+  ),
+]
+
+/** Successful logins spread over the five active demo users (only failures count towards the throttle). */
+const LOGIN_USERS = ['alice@acme.example', 'bob@beta.example', 'carol@gamma.example', 'dave@delta.example', 'erin@acme.example']
+
+export function loginSpec(path: string): LoadSpec {
+  return {
+    path,
+    requests: LOGIN_USERS.map((email) => ({ method: 'POST', path, headers: json, body: JSON.stringify({ email, password: DEMO_PASSWORD }) })),
+  }
+}
+
+function loginScenario(id: string, route: string, label: string, path: string): Scenario {
+  return {
+    id,
+    route,
+    label,
+    kind: 'login',
+    async prepare({ baseUrl }) {
+      const spec = loginSpec(path)
+      await assertAnswers(baseUrl, { path, method: 'POST', headers: json, body: spec.requests![0]!.body as string })
+      return () => spec
+    },
+  }
+}
+
+export const LOGINS: Scenario[] = [
+  loginScenario('r1', '1', 'POST token (5 users)', '/api/auth/v1/token'),
+  loginScenario('r2', '2', 'POST login (5 users)', '/api/auth/v1/login'),
+]
+
+/** Route 3: every request spends a fresh refresh token of its own family; never a replay. */
+export const REFRESH: Scenario = {
+  id: 'r3',
+  route: '3',
+  label: 'POST token/refresh (rotation)',
+  kind: 'refresh',
+  async prepare({ databaseUrl, requestBudget }) {
+    const tokens = await createRefreshTokens(databaseUrl, requestBudget)
+    let next = 0
+    const path = '/api/auth/v1/token/refresh'
+    return () => ({
+      path,
+      // Each connection stops when the pool is spent, so no request ever reuses a token.
+      maxOverallRequests: Math.max(1, tokens.length - next),
+      requests: [
+        {
+          method: 'POST',
+          path,
+          headers: json,
+          setupRequest: (request) => ({ ...request, body: JSON.stringify({ refresh: tokens[next++ % tokens.length] }) }),
+        },
+      ],
+    })
+  },
+}
+
+const webhookBody = (seq: number): string =>
+  JSON.stringify({
+    event: {
+      name: 'sign',
+      occurred_at: new Date(Date.UTC(2026, 0, 1) + seq).toISOString(),
+      data: { signer: { email: BENCH_SIGNERS[seq % BENCH_SIGNERS.length] }, sequence: seq },
+    },
+    document: { key: benchEnvelopeKey(seq % BENCH_ENVELOPES), status: 'running' },
+  })
+
+/** One delivery in four repeats an earlier body exactly (`duplicate: true`); the rest are new events. */
+const DUPLICATE_EVERY = 4
+const REPEATED_BODIES = 50
+
+export const WEBHOOK: Scenario = {
+  id: 'r12',
+  route: '12',
+  label: 'POST esign webhook (25 % duplicates)',
+  kind: 'webhook',
+  async prepare({ baseUrl }) {
+    const path = '/webhook/esign/demo-esign-secret/'
+    const repeated = Array.from({ length: REPEATED_BODIES }, (_, n) => webhookBody(n))
+    for (const body of repeated) await assertAnswers(baseUrl, { path, method: 'POST', headers: json, body })
+    let seq = REPEATED_BODIES
+    return () => ({
+      path,
+      requests: [
+        {
+          method: 'POST',
+          path,
+          headers: json,
+          setupRequest: (request) => {
+            seq += 1
+            const body = seq % DUPLICATE_EVERY === 0 ? repeated[seq % REPEATED_BODIES]! : webhookBody(seq)
+            return { ...request, body }
+          },
+        },
+      ],
+    })
+  },
+}
+
+/** Floor (a), on bench/floor-server.ts: an access token of the service's format for alice, and her row by primary key. */
+export const FLOOR: Scenario = {
+  id: 'floor',
+  route: '',
+  label: 'floor (a): JWT + one PK query',
+  kind: 'floor',
+  async prepare({ baseUrl }) {
+    const token = (await serviceTokenSigner()).signAccess(users.alice, randomUUID()).token
+    const spec: LoadSpec = { path: '/floor', method: 'GET', headers: { authorization: `Bearer ${token}` } }
+    await assertAnswers(baseUrl, spec)
+    return () => spec
+  },
+}

@@ -1,0 +1,88 @@
+import type { ChildProcess } from 'node:child_process'
+import { join } from 'node:path'
+import { DEMO_SECRETS } from '../src/config.js'
+import { freePort, spawnNode, waitForServer, type StartTimes } from './processes.js'
+
+export const REPO_ROOT = join(import.meta.dirname, '..')
+
+export interface RunningServer {
+  child: ChildProcess
+  pid: number
+  baseUrl: string
+  startTimes: StartTimes
+}
+
+export type ServiceDatabase = { kind: 'postgres'; url: string } | { kind: 'pglite'; dir: string }
+
+export interface ServiceOptions {
+  database: ServiceDatabase
+  logLevel: string
+  poolSize: number
+  /** Extra node flags, e.g. `--cpu-prof`. */
+  nodeArgs?: string[]
+  /** Extra environment, e.g. `MALLOC_ARENA_MAX` for an experiment. */
+  env?: NodeJS.ProcessEnv
+  logFile?: string
+}
+
+/** Only what the processes need from the runner's environment, so a stray variable cannot skew a run. */
+function baseEnvironment(): NodeJS.ProcessEnv {
+  const keep = ['PATH', 'HOME', 'LANG', 'TZ', 'UV_THREADPOOL_SIZE']
+  return Object.fromEntries(keep.flatMap((key) => (process.env[key] === undefined ? [] : [[key, process.env[key]]])))
+}
+
+/**
+ * The compiled service (`node dist/src/server.js`, as in production: run `npm run build` first) as
+ * its own process on a free loopback port, with NODE_ENV=production and the demo secrets set
+ * explicitly. Resolves once `/health/ready` answers 200, with the start-up times.
+ */
+export async function startService(options: ServiceOptions): Promise<RunningServer> {
+  const port = await freePort()
+  const env: NodeJS.ProcessEnv = {
+    ...baseEnvironment(),
+    NODE_ENV: 'production',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    LOG_LEVEL: options.logLevel,
+    DATABASE_POOL_SIZE: String(options.poolSize),
+    ...DEMO_SECRETS,
+    // Tokens must outlive a long run; the lifetime changes no per-request work.
+    ACCESS_TOKEN_TTL: '1h',
+    ...(options.database.kind === 'postgres' ? { DATABASE_URL: options.database.url } : { PGLITE_DIR: options.database.dir }),
+    ...options.env,
+  }
+  const spawnedAt = performance.now()
+  const child = spawnNode({
+    script: 'dist/src/server.js',
+    nodeArgs: options.nodeArgs ?? [],
+    env,
+    cwd: REPO_ROOT,
+    ...(options.logFile ? { logFile: options.logFile } : {}),
+  })
+  const startTimes = await waitForServer(child, port, '/health/ready', spawnedAt)
+  return { child, pid: child.pid!, baseUrl: `http://127.0.0.1:${port}`, startTimes }
+}
+
+/** bench/floor-server.ts (through tsx) on the same database, pool size and log level. */
+export async function startFloorServer(options: { databaseUrl: string; logLevel: string; poolSize: number; logFile?: string }): Promise<RunningServer> {
+  const port = await freePort()
+  const env: NodeJS.ProcessEnv = {
+    ...baseEnvironment(),
+    NODE_ENV: 'production',
+    PORT: String(port),
+    LOG_LEVEL: options.logLevel,
+    DATABASE_URL: options.databaseUrl,
+    DATABASE_POOL_SIZE: String(options.poolSize),
+    JWT_SIGNING_KEY: DEMO_SECRETS.JWT_SIGNING_KEY,
+  }
+  const spawnedAt = performance.now()
+  const child = spawnNode({
+    script: 'bench/floor-server.ts',
+    nodeArgs: ['--import', 'tsx'],
+    env,
+    cwd: REPO_ROOT,
+    ...(options.logFile ? { logFile: options.logFile } : {}),
+  })
+  const startTimes = await waitForServer(child, port, '/health/ready', spawnedAt)
+  return { child, pid: child.pid!, baseUrl: `http://127.0.0.1:${port}`, startTimes }
+}
