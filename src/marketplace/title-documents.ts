@@ -1,22 +1,16 @@
-import type { Db, EnvelopeStatus, SignerStatus, TitleDocumentsTable } from '../db/types.js'
+import type { Db, EnvelopeStatus } from '../db/types.js'
 import { problem } from '../lib/problem.js'
-import { isTitleVisibleTo, listTitleDocuments, type TitleDocumentRow, type TitleViewer } from './repository.js'
+import { isTitleVisibleTo, listTitleDocuments, type SignerRow, type TitleDocumentRow, type TitleViewer } from './repository.js'
 
 export interface Signature {
   envelope_key: string
   status: EnvelopeStatus
   completed_at: Date | null
-  signers: { name: string; email: string; status: SignerStatus; signed_at: string | null }[]
+  signers: SignerRow[]
 }
 
-export interface TitleDocument {
-  id: string
-  kind: TitleDocumentsTable['kind']
-  filename: string
-  content_type: string
-  size_bytes: number
-  sha256: string
-  uploaded_at: Date
+/** A document as route 9 shows it: the row, with its envelope folded into `signature`. */
+export type TitleDocument = Omit<TitleDocumentRow, 'envelope_key' | 'envelope_status' | 'completed_at' | 'signers'> & {
   signature: Signature | null
 }
 

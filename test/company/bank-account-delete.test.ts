@@ -1,5 +1,5 @@
-import { beforeEach, describe, expect, it } from 'vitest'
-import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
+import { describe, expect, it } from 'vitest'
+import { bearer, DEMO, perTestTokens, problemOf, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
 
 const context = useTestApp()
@@ -9,16 +9,7 @@ const UNKNOWN = 'ffffffff-0000-4000-8000-000000000000'
 const url = (roleId: string, accountId: string) => `/api/company/v1/${roleId}/bank-account/${accountId}`
 const db = async () => (await testDatabase()).db
 
-// Logins are slow (argon2id), so each test logs in only the users it uses, once.
-let tokens: Map<string, Promise<string>>
-beforeEach(() => {
-  tokens = new Map()
-})
-function tokenOf(email: string): Promise<string> {
-  let token = tokens.get(email)
-  if (!token) tokens.set(email, (token = obtainTokens(context.app, email, DEMO_PASSWORD).then((pair) => pair.access)))
-  return token
-}
+const tokenOf = perTestTokens(context)
 
 async function remove(roleId: string, accountId: string, email = 'alice@acme.example', headers: Record<string, string> = {}) {
   const authorization = headers.authorization ? {} : bearer(await tokenOf(email))

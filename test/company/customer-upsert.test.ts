@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { beforeEach, describe, expect, it } from 'vitest'
-import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
+import { describe, expect, it } from 'vitest'
+import { bearer, DEMO, perTestTokens, problemOf, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
 
 const context = useTestApp()
@@ -11,16 +11,7 @@ const url = (roleId: string, id: string) => `/api/company/v1/${roleId}/customers
 const db = async () => (await testDatabase()).db
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-// Logins are slow (argon2id), so each test logs in only the users it uses, once.
-let tokens: Map<string, Promise<string>>
-beforeEach(() => {
-  tokens = new Map()
-})
-function tokenOf(email: string): Promise<string> {
-  let token = tokens.get(email)
-  if (!token) tokens.set(email, (token = obtainTokens(context.app, email, DEMO_PASSWORD).then((pair) => pair.access)))
-  return token
-}
+const tokenOf = perTestTokens(context)
 
 interface Options {
   roleId?: string

@@ -6,6 +6,7 @@ import { loadConfig, type Config } from '../../src/config.js'
 import { resetDatabase, testDatabase } from './database.js'
 
 export { DEMO } from '../../db/seed/ids.js'
+import { DEMO_PASSWORD } from '../../db/seed/demo.js'
 export { DEMO_PASSWORD, LEGACY_DEMO_PASSWORD } from '../../db/seed/demo.js'
 
 export function testConfig(env: Record<string, string> = {}): Config {
@@ -56,6 +57,22 @@ export async function obtainTokens(app: FastifyInstance, email: string, password
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+/**
+ * Access tokens of demo users (password Demo#2026!), each logged in at most once per test: logins
+ * are slow (argon2id), and the database is reset between tests.
+ */
+export function perTestTokens(context: { app: FastifyInstance }): (email: string) => Promise<string> {
+  let tokens = new Map<string, Promise<string>>()
+  beforeEach(() => {
+    tokens = new Map()
+  })
+  return (email) => {
+    let token = tokens.get(email)
+    if (!token) tokens.set(email, (token = obtainTokens(context.app, email, DEMO_PASSWORD).then((pair) => pair.access)))
+    return token
+  }
+}
 
 /** Asserts the problem-details shape of CONTRACT.md §1 and returns the body. */
 export function problemOf(response: LightMyRequestResponse, status: number, code: string): Record<string, unknown> {
