@@ -14,6 +14,7 @@ export const EnvironmentSchema = Type.Object({
   HOST: Type.Optional(NonEmpty),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATABASE_POOL_SIZE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
+  DATABASE_PREPARED_STATEMENTS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
   PGLITE_DIR: Type.Optional(NonEmpty),
   JWT_SIGNING_KEY: Type.Optional(Type.String({ minLength: 32 })),
   JWT_PRIVATE_KEY: Type.Optional(NonEmpty),

@@ -16,6 +16,8 @@ export interface Config {
   host: string
   databaseUrl: string | undefined
   databasePoolSize: number
+  /** Named prepared statements (off behind a pooler that does not keep sessions, e.g. PgBouncer in transaction mode). */
+  databasePreparedStatements: boolean
   pgliteDir: string
   jwt: JwtKeys & { issuer: string | undefined; audience: string | undefined }
   accessTokenTtl: number
@@ -124,6 +126,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST ?? '0.0.0.0',
     databaseUrl: env.DATABASE_URL,
     databasePoolSize: Number(env.DATABASE_POOL_SIZE ?? 10),
+    databasePreparedStatements: env.DATABASE_PREPARED_STATEMENTS !== 'false',
     pgliteDir: env.PGLITE_DIR ?? './data/pglite',
     jwt: { ...loadJwtKeys(env, secret('JWT_SIGNING_KEY')), issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE },
     accessTokenTtl: parseDuration(env.ACCESS_TOKEN_TTL ?? '5m'),

@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises'
 import { Kysely, Migrator, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
 import { migrationProvider, migrations } from '../../db/migrations/index.js'
+import { PreparedStatementPool } from './prepared-statements.js'
 import type { Database } from './types.js'
 
 const DATE_OID = 1082
@@ -23,6 +24,8 @@ export interface PostgresOptions {
   poolSize: number
   /** Schema to put first on the search path (the tests give each worker its own). */
   schema?: string | undefined
+  /** Run queries as named prepared statements (default true; see prepared-statements.ts). */
+  preparedStatements?: boolean
 }
 
 export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle {
@@ -47,7 +50,13 @@ export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle
   // discards the broken client and the next checkout reconnects.
   pool.on('error', () => undefined)
   pool.on('connect', (client) => client.on('error', () => undefined))
-  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), kind: 'postgres', created: false }
+  return {
+    db: new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: options.preparedStatements === false ? pool : new PreparedStatementPool(pool) }),
+    }),
+    kind: 'postgres',
+    created: false,
+  }
 }
 
 /**

@@ -10,7 +10,11 @@ import { createEmbeddedDatabase, createPostgresDatabase, migrateToLatest, type D
  */
 export async function openDatabase(config: Config, log: FastifyBaseLogger): Promise<DatabaseHandle> {
   if (config.databaseUrl) {
-    return createPostgresDatabase({ connectionString: config.databaseUrl, poolSize: config.databasePoolSize })
+    return createPostgresDatabase({
+      connectionString: config.databaseUrl,
+      poolSize: config.databasePoolSize,
+      preparedStatements: config.databasePreparedStatements,
+    })
   }
   const handle = await createEmbeddedDatabase(config.pgliteDir)
   const applied = await migrateToLatest(handle.db)

@@ -55,3 +55,11 @@ describe('configuration', () => {
     expect(complete.esignWebhookSecrets).toEqual(['hook'])
   })
 })
+
+describe('database settings', () => {
+  it('uses prepared statements unless told not to', () => {
+    expect(loadConfig({}).databasePreparedStatements).toBe(true)
+    expect(loadConfig({ DATABASE_PREPARED_STATEMENTS: 'false' }).databasePreparedStatements).toBe(false)
+    expect(() => loadConfig({ DATABASE_PREPARED_STATEMENTS: 'no' })).toThrowError('DATABASE_PREPARED_STATEMENTS')
+  })
+})
