@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import fastifySensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import authRoutes from './auth/plugin.js'
 import {
   FallbackCounterStore,
@@ -16,7 +16,7 @@ import type { Config } from './config.js'
 import { openDatabase } from './db/open.js'
 import type { DatabaseHandle } from './db/database.js'
 import { installStrictFormats } from './lib/formats.js'
-import { loggerOptions, type LogDestination } from './logging.js'
+import { loggerOptions, RequestLogController, type LogDestination } from './logging.js'
 import marketplaceRoutes from './marketplace/plugin.js'
 import authenticationPlugin from './plugins/authentication.js'
 import databasePlugin from './plugins/database.js'
@@ -50,7 +50,7 @@ function serverOptions(config: Config, options: BuildOptions): FastifyServerOpti
   return {
     logger: loggerOptions(config.logLevel, options.logDestination),
     genReqId: requestId,
-    logController: new LogController({ requestIdLogLabel: 'request_id' }),
+    logController: new RequestLogController(),
     // Fastify also takes a hop count here, which its type does not spell out.
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
     bodyLimit: 16 * 1024,

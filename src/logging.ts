@@ -1,5 +1,5 @@
 import type { DestinationStream, LoggerOptions } from 'pino'
-import type { FastifyRequest } from 'fastify'
+import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 
 export type LogDestination = DestinationStream
 
@@ -91,5 +91,26 @@ export function loggerOptions(level: string, destination?: LogDestination): Logg
       },
     },
     ...(destination ? { stream: destination } : {}),
+  }
+}
+
+/**
+ * One log line per request at `info`, written when it completes, with the request, status and
+ * time: Fastify's pair of lines (received, completed) cost about a tenth of the service's CPU per
+ * request in the benchmark. The "incoming request" line is still there at `debug`.
+ */
+export class RequestLogController extends LogController {
+  constructor() {
+    super({ requestIdLogLabel: 'request_id' })
+  }
+
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request') // a no-op below debug
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const fields = { req: request, res: reply, responseTime: reply.elapsedTime }
+    if (error) reply.log.error({ ...fields, err: error }, 'request errored')
+    else reply.log.info(fields, 'request completed')
   }
 }

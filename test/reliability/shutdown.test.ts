@@ -15,7 +15,8 @@ describe('SIGTERM under load', () => {
   })
 
   it('finishes every request in flight, then exits 0', async () => {
-    server = await startServerProcess()
+    // debug: the service logs each request as it arrives, which tells when all are in flight.
+    server = await startServerProcess({ LOG_LEVEL: 'debug' })
     const login = (email: string) =>
       fetch(`${server?.baseUrl}/api/auth/v1/token`, {
         method: 'POST',

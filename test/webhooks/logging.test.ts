@@ -31,7 +31,10 @@ describe('the webhook secret in logs', () => {
     const leaking = lines.filter((line) => line.includes(SECRET) || line.includes(WRONG_SECRET))
     expect(leaking).toEqual([])
     // The requests were logged, with the secret masked: the check above looked at real lines.
-    const urls = lines.map((line) => JSON.parse(line) as { req?: { url?: string } }).flatMap((entry) => entry.req?.url ?? [])
+    const urls = lines
+      .map((line) => JSON.parse(line) as { msg?: string; req?: { url?: string } })
+      .filter((entry) => entry.msg === 'request completed')
+      .flatMap((entry) => entry.req?.url ?? [])
     expect(urls).toContain('/webhook/esign/[REDACTED]/')
     expect(urls).toContain('/webhook/esign/[REDACTED]')
     expect(urls).toContain('/webhook/esign/[REDACTED]/?retry=[REDACTED]')
