@@ -1,6 +1,6 @@
-import { sql } from 'kysely'
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
 import { jsonArrayFrom } from 'kysely/helpers/postgres'
-import type { Db, EnvelopeStatus, RoleKind, SignerStatus, TitleDocumentsTable } from '../db/types.js'
+import type { Database, Db, EnvelopeStatus, RoleKind, SignerStatus, TitleDocumentsTable } from '../db/types.js'
 
 /** The company role looking at a title. */
 export interface TitleViewer {
@@ -9,41 +9,31 @@ export interface TitleViewer {
 }
 
 /**
- * Whether the viewer may see the title (§4 route 9), decided in one query: its seller role always;
- * a buyer role while the title is listed, or when that buyer has bid on it (any bid status: the
- * buyer saw the documents when bidding) or bought it (an operation of that buyer).
+ * Whether the viewer may see the title row in scope (§4 route 9): its seller role always; a buyer
+ * role while the title is listed, or when that buyer has bid on it (any bid status: the buyer saw
+ * the documents when bidding) or bought it (an operation of that buyer).
  */
-export async function isTitleVisibleTo(db: Db, titleId: string, viewer: TitleViewer): Promise<boolean> {
-  const row = await db
-    .selectFrom('titles')
-    .select('titles.id')
-    .where('titles.id', '=', titleId)
-    .where((eb) =>
-      eb.or([
-        eb('titles.seller_company_role_id', '=', viewer.companyRoleId),
-        ...(viewer.role === 'buyer'
-          ? [
-              eb('titles.status', '=', 'listed'),
-              eb.exists(
-                eb
-                  .selectFrom('bids')
-                  .select(sql.lit(1).as('found'))
-                  .whereRef('bids.title_id', '=', 'titles.id')
-                  .where('bids.buyer_company_role_id', '=', viewer.companyRoleId),
-              ),
-              eb.exists(
-                eb
-                  .selectFrom('operations')
-                  .select(sql.lit(1).as('found'))
-                  .whereRef('operations.title_id', '=', 'titles.id')
-                  .where('operations.buyer_company_role_id', '=', viewer.companyRoleId),
-              ),
-            ]
-          : []),
-      ]),
-    )
-    .executeTakeFirst()
-  return row !== undefined
+function visibleTo(eb: ExpressionBuilder<Database, 'titles'>, viewer: TitleViewer): Expression<SqlBool> {
+  const seller = eb('titles.seller_company_role_id', '=', viewer.companyRoleId)
+  if (viewer.role !== 'buyer') return seller
+  return eb.or([
+    seller,
+    eb('titles.status', '=', 'listed'),
+    eb.exists(
+      eb
+        .selectFrom('bids')
+        .select(sql.lit(1).as('found'))
+        .whereRef('bids.title_id', '=', 'titles.id')
+        .where('bids.buyer_company_role_id', '=', viewer.companyRoleId),
+    ),
+    eb.exists(
+      eb
+        .selectFrom('operations')
+        .select(sql.lit(1).as('found'))
+        .whereRef('operations.title_id', '=', 'titles.id')
+        .where('operations.buyer_company_role_id', '=', viewer.companyRoleId),
+    ),
+  ])
 }
 
 export interface SignerRow {
@@ -69,12 +59,14 @@ export interface TitleDocumentRow {
 }
 
 /**
- * The title's documents with their envelope and signers, in one round trip: the signers of each
- * envelope come as a JSON array ordered by position.
+ * The documents of a title the viewer may see, with their envelope and signers (a JSON array
+ * ordered by position), in one statement; undefined when the title is not visible. The title is
+ * left-joined to its documents, so a visible title without documents is one row with no document.
  */
-export function listTitleDocuments(db: Db, titleId: string): Promise<TitleDocumentRow[]> {
-  return db
-    .selectFrom('title_documents')
+export async function findVisibleTitleDocuments(db: Db, titleId: string, viewer: TitleViewer): Promise<TitleDocumentRow[] | undefined> {
+  const rows = await db
+    .selectFrom('titles')
+    .leftJoin('title_documents', 'title_documents.title_id', 'titles.id')
     .leftJoin('signature_envelopes', 'signature_envelopes.title_document_id', 'title_documents.id')
     .select((eb) => [
       'title_documents.id',
@@ -103,8 +95,13 @@ export function listTitleDocuments(db: Db, titleId: string): Promise<TitleDocume
           .orderBy('signature_signers.id'),
       ).as('signers'),
     ])
-    .where('title_documents.title_id', '=', titleId)
+    .where('titles.id', '=', titleId)
+    .where((eb) => visibleTo(eb, viewer))
     .orderBy('title_documents.uploaded_at')
     .orderBy('title_documents.id')
     .execute()
+  if (rows.length === 0) return undefined
+  // A row with a document id has all of the document's columns: they are NOT NULL.
+  const hasDocument = (row: (typeof rows)[number]): row is (typeof rows)[number] & TitleDocumentRow => row.id !== null
+  return rows.filter(hasDocument)
 }

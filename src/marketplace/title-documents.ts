@@ -1,6 +1,6 @@
 import type { Db, EnvelopeStatus } from '../db/types.js'
 import { problem } from '../lib/problem.js'
-import { isTitleVisibleTo, listTitleDocuments, type SignerRow, type TitleDocumentRow, type TitleViewer } from './repository.js'
+import { findVisibleTitleDocuments, type SignerRow, type TitleDocumentRow, type TitleViewer } from './repository.js'
 
 export interface Signature {
   envelope_key: string
@@ -22,7 +22,7 @@ export function toTitleDocument(row: TitleDocumentRow): TitleDocument {
 
 /** Route 9: the documents of a title the viewer may see; any other title is 404, as if it did not exist. */
 export async function titleDocumentsFor(db: Db, viewer: TitleViewer, titleId: string): Promise<TitleDocument[]> {
-  if (!(await isTitleVisibleTo(db, titleId, viewer))) throw problem(404, 'not_found', 'Not found.')
-  const rows = await listTitleDocuments(db, titleId)
+  const rows = await findVisibleTitleDocuments(db, titleId, viewer)
+  if (!rows) throw problem(404, 'not_found', 'Not found.')
   return rows.map(toTitleDocument)
 }
