@@ -38,7 +38,7 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthPluginOptions> = async (app, { c
   })
 
   app.post('/token/refresh', { schema: refreshRouteSchema, config: { public: true } }, async (request) => {
-    const tokens = await rotateRefreshToken(app.db, app.tokens, request.body.refresh)
+    const tokens = await rotateRefreshToken(app.db, app.tokens, request.body.refresh, config.refreshTokenTtl)
     return { access: tokens.access, refresh: tokens.refresh }
   })
 }

@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import type { Db, TokenFamiliesTable } from '../db/types.js'
+import type { Db } from '../db/types.js'
 
 export interface LoginCandidate {
   id: string
@@ -68,60 +68,81 @@ export async function storeRefreshToken(db: Db, jti: string, familyId: string, e
   await db.insertInto('refresh_tokens').values({ jti, family_id: familyId, expires_at: expiresAt }).execute()
 }
 
+export interface Rotation {
+  jti: string
+  familyId: string
+  userId: string
+  /** The successor's jti, made by the caller so that it can sign the token once it is stored. */
+  nextJti: string
+  ttlSeconds: number
+}
+
 /**
- * Marks a refresh token spent, atomically: of two requests presenting the same token, exactly one
- * gets its family back. Undefined when the token is unknown or already spent.
+ * A refresh-token rotation in one atomic statement: spends the presented token if it is unspent
+ * and its family is live (not revoked, not past its absolute expiry, its user active), and stores
+ * the successor, expiring at the earlier of the TTL and the family's end. Of two requests
+ * presenting the same token, the second waits on the first's row lock and then finds it spent.
+ * Returns the successor's expiry, or undefined when nothing was spent.
  */
-export function spendRefreshToken(db: Db, jti: string, familyId: string): Promise<{ family_id: string } | undefined> {
-  return db
-    .updateTable('refresh_tokens')
-    .set({ spent_at: sql<Date>`now()` })
-    .where('jti', '=', jti)
-    .where('family_id', '=', familyId)
-    .where('spent_at', 'is', null)
-    .returning('family_id')
-    .executeTakeFirst()
-}
-
-export async function refreshTokenExists(db: Db, jti: string, familyId: string): Promise<boolean> {
+export async function spendAndReplaceRefreshToken(db: Db, rotation: Rotation): Promise<Date | undefined> {
+  const { jti, familyId, userId, nextJti, ttlSeconds } = rotation
   const row = await db
-    .selectFrom('refresh_tokens')
-    .select('jti')
-    .where('jti', '=', jti)
-    .where('family_id', '=', familyId)
+    .with('spent', (qb) =>
+      qb
+        .updateTable('refresh_tokens')
+        .set({ spent_at: sql<Date>`now()` })
+        .where('jti', '=', jti)
+        .where('family_id', '=', familyId)
+        .where('spent_at', 'is', null)
+        .where(({ exists, selectFrom }) =>
+          exists(
+            selectFrom('token_families')
+              .innerJoin('users', 'users.id', 'token_families.user_id')
+              .select(sql.lit(1).as('live'))
+              .where('token_families.id', '=', familyId)
+              .where('token_families.user_id', '=', userId)
+              .where('token_families.revoked_at', 'is', null)
+              .where('token_families.absolute_expires_at', '>', sql<Date>`now()`)
+              .where('users.is_active', '=', true),
+          ),
+        )
+        .returning('family_id'),
+    )
+    .insertInto('refresh_tokens')
+    .columns(['jti', 'family_id', 'expires_at'])
+    .expression((eb) =>
+      eb
+        .selectFrom('spent')
+        .innerJoin('token_families', 'token_families.id', 'spent.family_id')
+        .select([
+          eb.val(nextJti).as('jti'),
+          'spent.family_id',
+          sql<Date>`least(now() + make_interval(secs => ${ttlSeconds}), token_families.absolute_expires_at)`.as('expires_at'),
+        ]),
+    )
+    .returning('expires_at')
     .executeTakeFirst()
-  return row !== undefined
+  return row?.expires_at
 }
 
-export interface FamilyState {
-  absolute_expires_at: Date
-  revoked_at: Date | null
-  user_active: boolean
-  expired: boolean
-}
-
-/** The family (locked for the rest of the transaction) and whether its user may still refresh. */
-export function lockFamily(db: Db, familyId: string, userId: string): Promise<FamilyState | undefined> {
-  return db
-    .selectFrom('token_families')
-    .innerJoin('users', 'users.id', 'token_families.user_id')
-    .select([
-      'token_families.absolute_expires_at',
-      'token_families.revoked_at',
-      'users.is_active as user_active',
-      sql<boolean>`token_families.absolute_expires_at <= now()`.as('expired'),
-    ])
-    .where('token_families.id', '=', familyId)
-    .where('token_families.user_id', '=', userId)
-    .forUpdate('token_families')
-    .executeTakeFirst()
-}
-
-export async function revokeFamily(db: Db, familyId: string, reason: NonNullable<TokenFamiliesTable['revoked_reason']>): Promise<void> {
+/**
+ * A spent refresh token presented again is theft or a bug (RFC 9700 §4.14): its whole family is
+ * revoked. Nothing happens for an unknown token, or one that was never spent.
+ */
+export async function revokeFamilyOnReuse(db: Db, jti: string, familyId: string): Promise<void> {
   await db
     .updateTable('token_families')
-    .set({ revoked_at: sql<Date>`now()`, revoked_reason: reason })
+    .set({ revoked_at: sql<Date>`now()`, revoked_reason: 'reuse' })
     .where('id', '=', familyId)
     .where('revoked_at', 'is', null)
+    .where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('refresh_tokens')
+          .select(sql.lit(1).as('spent'))
+          .where('refresh_tokens.jti', '=', jti)
+          .where('refresh_tokens.family_id', '=', familyId)
+          .where('refresh_tokens.spent_at', 'is not', null),
+      ),
+    )
     .execute()
 }

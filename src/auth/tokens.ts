@@ -49,6 +49,11 @@ export class TokenSigner {
     return this.sign('refresh', userId, familyId, Math.min(nowSeconds() + this.config.refreshTokenTtl, familyLimit))
   }
 
+  /** A refresh token already stored under `jti` (by a rotation), expiring when its row does. */
+  signRefreshStored(jti: string, userId: string, familyId: string, expiresAt: Date): SignedToken {
+    return this.sign('refresh', userId, familyId, Math.floor(expiresAt.getTime() / 1000), jti)
+  }
+
   /** The claims of a token of the expected type, or undefined when it is not valid for that use. */
   verify(token: string, expected: TokenType): TokenClaims | undefined {
     let claims: Partial<TokenClaims>
@@ -68,8 +73,7 @@ export class TokenSigner {
     return wellFormed ? (claims as TokenClaims) : undefined
   }
 
-  private sign(type: TokenType, userId: string, familyId: string, exp: number): SignedToken {
-    const jti = newJti()
+  private sign(type: TokenType, userId: string, familyId: string, exp: number, jti = newJti()): SignedToken {
     const { issuer, audience } = this.config.jwt
     const claims: TokenClaims = {
       token_type: type,
