@@ -40,10 +40,10 @@ export interface AuthenticatedUser {
 }
 
 /**
- * The user behind an access token, if still active and the token's family not revoked: one indexed
- * query on every authenticated request (§2).
+ * The user behind an access token, if still active and the token's family not revoked (§2): the
+ * query every authenticated request runs, which src/tenancy/principal.ts extends with a membership.
  */
-export function findActiveUserForToken(db: Db, userId: string, familyId: string): Promise<AuthenticatedUser | undefined> {
+export function activeUserForTokenQuery(db: Db, userId: string, familyId: string) {
   return db
     .selectFrom('users')
     .innerJoin('token_families', 'token_families.user_id', 'users.id')
@@ -52,7 +52,10 @@ export function findActiveUserForToken(db: Db, userId: string, familyId: string)
     .where('users.is_active', '=', true)
     .where('token_families.id', '=', familyId)
     .where('token_families.revoked_at', 'is', null)
-    .executeTakeFirst()
+}
+
+export function findActiveUserForToken(db: Db, userId: string, familyId: string): Promise<AuthenticatedUser | undefined> {
+  return activeUserForTokenQuery(db, userId, familyId).executeTakeFirst()
 }
 
 export async function createTokenFamily(db: Db, userId: string, absoluteTtlSeconds: number): Promise<{ id: string; absoluteExpiresAt: Date }> {

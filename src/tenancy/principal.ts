@@ -1,4 +1,4 @@
-import type { AuthenticatedUser } from '../auth/repository.js'
+import { activeUserForTokenQuery, type AuthenticatedUser } from '../auth/repository.js'
 import type { Db } from '../db/types.js'
 import type { CompanyRoleContext } from './membership.js'
 
@@ -20,9 +20,7 @@ export async function findUserWithMembership(
   familyId: string,
   companyRoleId: string,
 ): Promise<PrincipalWithMembership | undefined> {
-  const row = await db
-    .selectFrom('users')
-    .innerJoin('token_families', 'token_families.user_id', 'users.id')
+  const row = await activeUserForTokenQuery(db, userId, familyId)
     .leftJoin('memberships', (join) =>
       join
         .onRef('memberships.user_id', '=', 'users.id')
@@ -36,19 +34,12 @@ export async function findUserWithMembership(
       join.onRef('companies.id', '=', 'company_roles.company_id').on('companies.is_active', '=', true),
     )
     .select([
-      'users.id',
-      'users.email',
-      'users.name',
       'company_roles.id as company_role_id',
       'company_roles.company_id',
       'company_roles.role',
       'memberships.permissions',
       'companies.id as active_company_id',
     ])
-    .where('users.id', '=', userId)
-    .where('users.is_active', '=', true)
-    .where('token_families.id', '=', familyId)
-    .where('token_families.revoked_at', 'is', null)
     .executeTakeFirst()
   if (!row) return undefined
   const { company_role_id: roleId, company_id: companyId, role, permissions, active_company_id: activeCompanyId } = row
