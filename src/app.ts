@@ -69,9 +69,9 @@ function serverOptions(config: Config, options: BuildOptions): FastifyServerOpti
 async function counterStore(app: FastifyInstance, config: Config, options: BuildOptions): Promise<CounterStore> {
   if (options.counterStore) return options.counterStore
   if (!config.redisUrl) return new MemoryCounterStore()
-  // Short timeouts: a login must not hang on the cache; FallbackCounterStore takes over instead.
   // Loaded only when configured: most single-instance deployments never need it.
   const { Redis } = await import('ioredis')
+  // Short timeouts: a login must not hang on the cache; FallbackCounterStore takes over instead.
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, commandTimeout: 500, connectTimeout: 2_000 })
   redis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error'))
   app.addHook('onClose', async () => {

@@ -7,9 +7,7 @@ import { findUserByEmail, recordLogin, type LoginCandidate } from './repository.
 export const normaliseEmail = (email: string): string => email.trim().toLowerCase()
 
 const noActiveAccount = () =>
-  problem(401, 'no_active_account', 'No active account found with the given credentials', {
-    headers: { 'www-authenticate': 'Bearer realm="api"' },
-  })
+  problem(401, 'no_active_account', 'No active account found with the given credentials')
 
 /** Whether a user may log in at all: active, and not a migrated account awaiting confirmation. */
 export const canLogIn = (user: Pick<LoginCandidate, 'is_active' | 'migration_state'>): boolean =>

@@ -10,7 +10,7 @@ export interface TokenPair {
 }
 
 export const tokenNotValid = () =>
-  problem(401, 'token_not_valid', 'Token is invalid or expired', { headers: { 'www-authenticate': 'Bearer realm="api"' } })
+  problem(401, 'token_not_valid', 'Token is invalid or expired')
 
 /** A login: a new token family, its first refresh token and an access token. */
 export async function startSession(db: Db, signer: TokenSigner, userId: string, absoluteTtlSeconds: number): Promise<TokenPair> {

@@ -24,10 +24,9 @@ export class PreparedStatementPool implements PostgresPool {
 
   async connect(): Promise<PostgresPoolClient> {
     const client = await this.pool.connect()
-    const nameOf = (sql: string) => this.nameOf(sql)
     const query = (textOrCursor: unknown, parameters?: ReadonlyArray<unknown>) => {
       if (typeof textOrCursor !== 'string') return client.query(textOrCursor as pg.Submittable)
-      const name = nameOf(textOrCursor)
+      const name = this.nameOf(textOrCursor)
       const values = parameters ? [...parameters] : []
       return name ? client.query({ name, text: textOrCursor, values }) : client.query(textOrCursor, values)
     }

@@ -30,9 +30,7 @@ declare module 'fastify' {
 }
 
 const notAuthenticated = () =>
-  problem(401, 'not_authenticated', 'Authentication credentials were not provided.', {
-    headers: { 'www-authenticate': 'Bearer realm="api"' },
-  })
+  problem(401, 'not_authenticated', 'Authentication credentials were not provided.')
 
 function jwtPluginOptions(config: Config['jwt']) {
   const kid = config.algorithm === 'HS256' ? undefined : jwkThumbprint(config.publicKeyObject.export({ format: 'jwk' }))

@@ -16,7 +16,7 @@ export default fp(
     })
     app.addHook('onRequest', async (request, reply) => {
       if (!closing) return
-      reply.header('retry-after', '5').header('connection', 'close')
+      reply.header('retry-after', '5')
       return sendProblem(reply, 503, 'service_unavailable', 'The service is shutting down; retry on another instance.')
     })
     app.addHook('onSend', async (request, reply) => {
