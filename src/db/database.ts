@@ -28,6 +28,20 @@ export interface PostgresOptions {
   preparedStatements?: boolean
 }
 
+/**
+ * Server settings for each connection. With prepared statements, each is planned once: PostgreSQL's
+ * default re-plans a statement on every run when its generic plan looks costlier than the custom
+ * ones, which made planning most of route 9's database time (0.4 of 0.5 ms). The service's
+ * statements look rows up by key, where a generic plan is as good.
+ */
+function connectionOptions(options: PostgresOptions): string | undefined {
+  const settings = [
+    ...(options.schema ? [`-c search_path=${options.schema}`] : []),
+    ...(options.preparedStatements === false ? [] : ['-c plan_cache_mode=force_generic_plan']),
+  ]
+  return settings.length > 0 ? settings.join(' ') : undefined
+}
+
 export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle {
   const types = {
     getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
@@ -43,7 +57,7 @@ export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle
     connectionTimeoutMillis: 2_000,
     idleTimeoutMillis: 30_000,
     types,
-    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    options: connectionOptions(options),
   })
   // A client that loses its server emits 'error': the pool listens on idle ones only, and an
   // unheard 'error' would crash the process. The query in flight still fails (→ 503); the pool

@@ -38,4 +38,13 @@ describe.skipIf(!serverUrl)('named prepared statements on PostgreSQL', () => {
     await lookUpAlice(db)
     expect(await preparedInSession(db)).toEqual([])
   })
+
+  const planCacheMode = async (db: DatabaseHandle['db']) =>
+    (await sql<{ plan_cache_mode: string }>`SHOW plan_cache_mode`.execute(db)).rows[0]?.plan_cache_mode
+
+  it('plans each prepared statement once (generic plans), and leaves the server default without them', async () => {
+    expect(await planCacheMode(await open(true))).toBe('force_generic_plan')
+    await handle?.db.destroy()
+    expect(await planCacheMode(await open(false))).toBe('auto')
+  })
 })
