@@ -1,17 +1,20 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { presenceRouteSchema } from '../../schemas/chat.js'
 import { problem } from '../lib/problem.js'
-import { findPartnerPresence } from './chat-repository.js'
+import { admitMember } from '../plugins/tenancy.js'
+import { scopedPrincipalKey } from '../tenancy/principal.js'
+import { findScopedPartnerPresence } from './chat-repository.js'
 import { presenceStatus } from './presence-status.js'
 
 /** Route 6: a chat partner's presence (written by the tenancy hook, see src/tenancy/presence.ts). */
 const chatRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/v1/:company_role_id/chat/partners/:partner_company_role_id/presence',
-    { schema: presenceRouteSchema, config: { companyRole: { permission: 'chat' } } },
+    { schema: presenceRouteSchema, config: { companyRole: { permission: 'chat' }, principalInStatement: true } },
     async (request) => {
       const { partner_company_role_id: partnerId } = request.params
-      const presence = await findPartnerPresence(app.db, request.companyRole.companyRoleId, partnerId)
+      const { principal, presence } = await findScopedPartnerPresence(app.db, scopedPrincipalKey(request), partnerId)
+      await admitMember(request, principal)
       if (!presence) throw problem(404, 'not_found', 'Not found.')
       return {
         company_role_id: partnerId,

@@ -4,7 +4,9 @@ import { checkDocumentsRouteSchema, solicitationRouteSchema, type SolicitationRe
 import type { Db } from '../db/types.js'
 import { emptyBodyAsObject } from '../lib/optional-body.js'
 import { problem } from '../lib/problem.js'
-import { insertOpenSolicitation, loadSellerKyc, type SellerKyc, type Solicitation } from './kyc-repository.js'
+import { admitMember } from '../plugins/tenancy.js'
+import { scopedPrincipalKey } from '../tenancy/principal.js'
+import { findScopedSellerKyc, insertOpenSolicitation, loadSellerKyc, type SellerKyc, type Solicitation } from './kyc-repository.js'
 import { inChecklistOrder, kycChecklist, typesNotApproved, utcToday } from './kyc-status.js'
 
 const SUPPORTED_VERSIONS = new Set(['v1'])
@@ -59,19 +61,17 @@ const solicitationBody = (solicitation: Solicitation) => ({
 const documentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/v1/:company_role_id/buyer/check-documents/:seller_id',
-    { schema: checkDocumentsRouteSchema, config: { companyRole: { permission: 'documents', role: 'buyer' } } },
+    {
+      schema: checkDocumentsRouteSchema,
+      config: { companyRole: { permission: 'documents', role: 'buyer' }, principalInStatement: true },
+    },
     async (request) => {
       const { seller_id: sellerId } = request.params
-      const kyc = await requireSeller(app.db, request.companyRole.companyRoleId, sellerId)
-      const checklist = kycChecklist(kyc.documents, utcToday(new Date()))
-      const open = kyc.openSolicitation
-      return {
-        seller_id: sellerId,
-        company: kyc.company,
-        complete: checklist.complete,
-        documents: checklist.documents.map((row) => ({ ...row, updated_at: row.updated_at?.toISOString() ?? null })),
-        open_solicitation: open && { ...open, created_at: open.created_at.toISOString() },
-      }
+      const { principal, kyc } = await findScopedSellerKyc(app.db, scopedPrincipalKey(request), sellerId)
+      await admitMember(request, principal)
+      if (!kyc) throw sellerNotFound()
+      const { complete, documents } = kycChecklist(kyc.documents, utcToday(new Date()))
+      return { seller_id: sellerId, company: kyc.company, complete, documents, open_solicitation: kyc.openSolicitation }
     },
   )
 

@@ -1,5 +1,10 @@
+import type { Kysely } from 'kysely'
+import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres'
 import { uniqueViolation } from '../db/errors.js'
-import type { Db, KycType } from '../db/types.js'
+import { Precompiled } from '../db/precompiled.js'
+import { isoTimestamp } from '../db/sql-json.js'
+import type { Database, Db, KycType } from '../db/types.js'
+import { principalOf, userWithMembership, type PrincipalWithMembership, type ScopedPrincipal } from '../tenancy/principal.js'
 import type { LatestKycDocument } from './kyc-status.js'
 
 /** The open solicitation from one buyer to one seller, as route 7 shows it. */
@@ -7,7 +12,8 @@ export interface OpenSolicitation {
   id: string
   document_types: KycType[]
   due_date: string | null
-  created_at: Date
+  /** RFC 3339 UTC. */
+  created_at: string
 }
 
 /** What routes 5 and 7 need to know about a seller, read in one round trip. */
@@ -20,71 +26,90 @@ export interface SellerKyc {
 }
 
 /**
- * The active seller role `sellerRoleId` of an active company, its latest KYC document per type
- * (DISTINCT ON over the (company_id, type, updated_at DESC) index) and the buyer's open
- * solicitation, in one query: one row per latest document, or one row with no document.
- * Undefined when `sellerRoleId` is not an active seller role.
+ * The active seller role `sellerRoleId` of an active company, with the buyer's open solicitation
+ * and the company's latest KYC document per type (DISTINCT ON over the (company_id, type,
+ * updated_at DESC) index), both as JSON built by the database: one row, or none when
+ * `sellerRoleId` is not an active seller role.
  */
-export async function loadSellerKyc(db: Db, buyerRoleId: string, sellerRoleId: string): Promise<SellerKyc | undefined> {
-  const rows = await db
+function sellerKycRow(db: Kysely<Database>, buyerRoleId: string, sellerRoleId: string) {
+  return db
     .selectFrom('company_roles as seller')
-    .innerJoin('companies', 'companies.id', 'seller.company_id')
-    .leftJoin('document_solicitations as open', (join) =>
-      join
-        .onRef('open.seller_company_role_id', '=', 'seller.id')
-        .on('open.buyer_company_role_id', '=', buyerRoleId)
-        .on('open.status', '=', 'open'),
-    )
-    .leftJoinLateral(
-      (eb) =>
+    .innerJoin('companies as seller_company', 'seller_company.id', 'seller.company_id')
+    .select((eb) => [
+      'seller_company.name',
+      'seller_company.tax_id',
+      jsonObjectFrom(
+        eb
+          .selectFrom('document_solicitations as open')
+          .select((open) => [
+            'open.id',
+            'open.document_types',
+            'open.due_date',
+            isoTimestamp(open.ref('open.created_at')).as('created_at'),
+          ])
+          .whereRef('open.seller_company_role_id', '=', 'seller.id')
+          .where('open.buyer_company_role_id', '=', buyerRoleId)
+          .where('open.status', '=', 'open'),
+      ).as('open_solicitation'),
+      jsonArrayFrom(
         eb
           .selectFrom('kyc_documents')
           .distinctOn('kyc_documents.type')
-          .select([
+          .select((document) => [
             'kyc_documents.id',
             'kyc_documents.type',
             'kyc_documents.status',
             'kyc_documents.valid_until',
-            'kyc_documents.updated_at',
+            isoTimestamp(document.ref('kyc_documents.updated_at')).as('updated_at'),
           ])
-          .whereRef('kyc_documents.company_id', '=', 'companies.id')
+          .whereRef('kyc_documents.company_id', '=', 'seller_company.id')
           .orderBy('kyc_documents.type')
           .orderBy('kyc_documents.updated_at', 'desc')
           .orderBy('kyc_documents.created_at', 'desc')
-          .orderBy('kyc_documents.id', 'desc')
-          .as('latest'),
-      (join) => join.onTrue(),
-    )
-    .select([
-      'companies.name',
-      'companies.tax_id',
-      'open.id as open_id',
-      'open.document_types as open_document_types',
-      'open.due_date as open_due_date',
-      'open.created_at as open_created_at',
-      'latest.id as document_id',
-      'latest.type',
-      'latest.status',
-      'latest.valid_until',
-      'latest.updated_at',
+          .orderBy('kyc_documents.id', 'desc'),
+      ).as('documents'),
     ])
     .where('seller.id', '=', sellerRoleId)
     .where('seller.role', '=', 'seller')
     .where('seller.is_active', '=', true)
-    .where('companies.is_active', '=', true)
-    .execute()
-  const first = rows[0]
-  if (!first) return undefined
-  const documents: LatestKycDocument[] = []
-  for (const row of rows) {
-    if (row.document_id === null || row.type === null || row.status === null || row.updated_at === null) continue
-    documents.push({ id: row.document_id, type: row.type, status: row.status, valid_until: row.valid_until, updated_at: row.updated_at })
-  }
-  const openSolicitation =
-    first.open_id === null || first.open_document_types === null || first.open_created_at === null
-      ? null
-      : { id: first.open_id, document_types: first.open_document_types, due_date: first.open_due_date, created_at: first.open_created_at }
-  return { company: { name: first.name, tax_id: first.tax_id }, documents, openSolicitation }
+    .where('seller_company.is_active', '=', true)
+}
+
+interface SellerKycRow {
+  name: string | null
+  tax_id: string | null
+  open_solicitation: OpenSolicitation | null
+  documents: LatestKycDocument[] | null
+}
+
+function toSellerKyc(row: SellerKycRow | undefined): SellerKyc | undefined {
+  if (!row || row.name === null || row.tax_id === null) return undefined
+  return { company: { name: row.name, tax_id: row.tax_id }, documents: row.documents ?? [], openSolicitation: row.open_solicitation }
+}
+
+const sellerKycStatement = new Precompiled((db, p: { buyerRoleId: string; sellerRoleId: string }) =>
+  sellerKycRow(db, p.buyerRoleId, p.sellerRoleId),
+)
+
+/** What routes 5 and 7 need to know about a seller, in one round trip; undefined when not an active seller role. */
+export async function loadSellerKyc(db: Db, buyerRoleId: string, sellerRoleId: string): Promise<SellerKyc | undefined> {
+  return toSellerKyc(await sellerKycStatement.first(db, { buyerRoleId, sellerRoleId }))
+}
+
+/** Route 7 in one statement: the principal, their membership, and the seller's KYC as the buyer sees it. */
+const scopedSellerKycStatement = new Precompiled((db, p: ScopedPrincipal & { sellerRoleId: string }) =>
+  userWithMembership(db, p)
+    .leftJoinLateral(sellerKycRow(db, p.companyRoleId, p.sellerRoleId).as('kyc'), (join) => join.onTrue())
+    .selectAll('kyc'),
+)
+
+export async function findScopedSellerKyc(
+  db: Db,
+  key: ScopedPrincipal,
+  sellerRoleId: string,
+): Promise<{ principal: PrincipalWithMembership | undefined; kyc: SellerKyc | undefined }> {
+  const row = await scopedSellerKycStatement.first(db, { ...key, sellerRoleId })
+  return { principal: row && principalOf(row), kyc: toSellerKyc(row as SellerKycRow | undefined) }
 }
 
 export interface NewSolicitation {

@@ -10,7 +10,8 @@ export interface LatestKycDocument {
   type: KycType
   status: KycDocumentsTable['status']
   valid_until: string | null
-  updated_at: Date
+  /** RFC 3339 UTC. */
+  updated_at: string
 }
 
 export interface KycChecklistRow {
@@ -18,7 +19,7 @@ export interface KycChecklistRow {
   status: KycDocumentStatus
   document_id: string | null
   valid_until: string | null
-  updated_at: Date | null
+  updated_at: string | null
 }
 
 export interface KycChecklist {

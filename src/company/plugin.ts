@@ -1,6 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { userCompaniesRouteSchema } from '../../schemas/company.js'
-import { listUserCompanies } from './user-companies.js'
+import { admitUser } from '../plugins/tenancy.js'
+import { principalKey } from '../tenancy/principal.js'
+import { findPrincipalCompanies } from './user-companies.js'
 import documentsRoutes from './documents-routes.js'
 import chatRoutes from './chat-routes.js'
 import bankAccountRoutes from './bank-account-routes.js'
@@ -8,8 +10,14 @@ import customerRoutes from './customer-routes.js'
 
 /** Company data: the caller's companies (route 4) and the company-role routes. */
 const companyRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.get('/v1/get-user-companies', { schema: userCompaniesRouteSchema }, async (request) =>
-    listUserCompanies(app.db, request.auth.user.id),
+  app.get(
+    '/v1/get-user-companies',
+    { schema: userCompaniesRouteSchema, config: { principalInStatement: true } },
+    async (request) => {
+      const found = await findPrincipalCompanies(app.db, principalKey(request))
+      admitUser(request, found?.user)
+      return found?.companies
+    },
   )
   await app.register(documentsRoutes)
   await app.register(chatRoutes)

@@ -6,11 +6,11 @@ import { titleDocumentsFor } from './title-documents.js'
 const marketplaceRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:company_role_id/title/:title_id/documents',
-    { schema: titleDocumentsRouteSchema, config: { companyRole: { permission: 'marketplace' } } },
-    async (request) => {
-      const { companyRoleId, role } = request.companyRole
-      return titleDocumentsFor(app.db, { companyRoleId, role }, request.params.title_id)
+    {
+      schema: titleDocumentsRouteSchema,
+      config: { companyRole: { permission: 'marketplace' }, principalInStatement: true },
     },
+    async (request) => titleDocumentsFor(app.db, request, request.params.title_id),
   )
 }
 

@@ -1,107 +1,149 @@
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
-import { jsonArrayFrom } from 'kysely/helpers/postgres'
-import type { Database, Db, EnvelopeStatus, RoleKind, SignerStatus, TitleDocumentsTable } from '../db/types.js'
+import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres'
+import { Precompiled } from '../db/precompiled.js'
+import { isoTimestamp } from '../db/sql-json.js'
+import type { Database, Db, EnvelopeStatus, SignerStatus, TitleDocumentsTable } from '../db/types.js'
+import { principalOf, userWithMembership, type PrincipalWithMembership, type ScopedPrincipal } from '../tenancy/principal.js'
 
-/** The company role looking at a title. */
-export interface TitleViewer {
-  companyRoleId: string
-  role: RoleKind
-}
+type ScopedTables = 'users' | 'token_families' | 'memberships' | 'company_roles' | 'companies'
 
 /**
- * Whether the viewer may see the title row in scope (§4 route 9): its seller role always; a buyer
- * role while the title is listed, or when that buyer has bid on it (any bid status: the buyer saw
- * the documents when bidding) or bought it (an operation of that buyer).
+ * Whether the caller's company role (the principal's membership, from the outer statement) may
+ * see the title row in scope (§4 route 9): its seller role always; a buyer role while the title is
+ * listed, or when that buyer has bid on it (any bid status: the buyer saw the documents when
+ * bidding) or bought it (an operation of that buyer).
  */
-function visibleTo(eb: ExpressionBuilder<Database, 'titles'>, viewer: TitleViewer): Expression<SqlBool> {
-  const seller = eb('titles.seller_company_role_id', '=', viewer.companyRoleId)
-  if (viewer.role !== 'buyer') return seller
+function visibleToMember(eb: ExpressionBuilder<Database, ScopedTables | 'titles'>): Expression<SqlBool> {
+  const memberRole = eb.ref('company_roles.id')
   return eb.or([
-    seller,
-    eb('titles.status', '=', 'listed'),
-    eb.exists(
-      eb
-        .selectFrom('bids')
-        .select(sql.lit(1).as('found'))
-        .whereRef('bids.title_id', '=', 'titles.id')
-        .where('bids.buyer_company_role_id', '=', viewer.companyRoleId),
-    ),
-    eb.exists(
-      eb
-        .selectFrom('operations')
-        .select(sql.lit(1).as('found'))
-        .whereRef('operations.title_id', '=', 'titles.id')
-        .where('operations.buyer_company_role_id', '=', viewer.companyRoleId),
-    ),
+    eb('titles.seller_company_role_id', '=', memberRole),
+    eb.and([
+      eb('company_roles.role', '=', 'buyer'),
+      eb.or([
+        eb('titles.status', '=', 'listed'),
+        eb.exists(
+          eb
+            .selectFrom('bids')
+            .select(sql.lit(1).as('found'))
+            .whereRef('bids.title_id', '=', 'titles.id')
+            .whereRef('bids.buyer_company_role_id', '=', 'company_roles.id'),
+        ),
+        eb.exists(
+          eb
+            .selectFrom('operations')
+            .select(sql.lit(1).as('found'))
+            .whereRef('operations.title_id', '=', 'titles.id')
+            .whereRef('operations.buyer_company_role_id', '=', 'company_roles.id'),
+        ),
+      ]),
+    ]),
   ])
 }
 
-export interface SignerRow {
+export interface Signer {
   name: string
   email: string
   status: SignerStatus
-  /** RFC 3339 UTC, formatted by the database (it travels inside JSON). */
   signed_at: string | null
 }
 
-export interface TitleDocumentRow {
+export interface Signature {
+  envelope_key: string
+  status: EnvelopeStatus
+  completed_at: string | null
+  signers: Signer[]
+}
+
+/** A document as route 9 shows it, built by the database (timestamps as RFC 3339 UTC text). */
+export interface TitleDocument {
   id: string
   kind: TitleDocumentsTable['kind']
   filename: string
   content_type: string
   size_bytes: number
   sha256: string
-  uploaded_at: Date
-  envelope_key: string | null
-  envelope_status: EnvelopeStatus | null
-  completed_at: Date | null
-  signers: SignerRow[]
+  uploaded_at: string
+  signature: Signature | null
+}
+
+/** The envelope of the document in scope with its signers in signing order, as one JSON object (null without one). */
+function signatureOf(eb: ExpressionBuilder<Database, 'title_documents'>) {
+  return jsonObjectFrom(
+    eb
+      .selectFrom('signature_envelopes')
+      .select((envelope) => [
+        'signature_envelopes.envelope_key',
+        'signature_envelopes.status',
+        isoTimestamp(envelope.ref('signature_envelopes.completed_at')).as('completed_at'),
+        jsonArrayFrom(
+          envelope
+            .selectFrom('signature_signers')
+            .select((signer) => [
+              'signature_signers.name',
+              'signature_signers.email',
+              'signature_signers.status',
+              isoTimestamp(signer.ref('signature_signers.signed_at')).as('signed_at'),
+            ])
+            .whereRef('signature_signers.envelope_id', '=', 'signature_envelopes.id')
+            .orderBy('signature_signers.position')
+            .orderBy('signature_signers.id'),
+        ).as('signers'),
+      ])
+      .whereRef('signature_envelopes.title_document_id', '=', 'title_documents.id'),
+  )
 }
 
 /**
- * The documents of a title the viewer may see, with their envelope and signers (a JSON array
- * ordered by position), in one statement; undefined when the title is not visible. The title is
- * left-joined to its documents, so a visible title without documents is one row with no document.
+ * The title, if the member may see it, with its documents in upload order as one JSON array built
+ * by the database: a lateral subquery of a statement that starts from the principal and their
+ * membership (src/tenancy/principal.ts), run only for a member. One row, or none.
  */
-export async function findVisibleTitleDocuments(db: Db, titleId: string, viewer: TitleViewer): Promise<TitleDocumentRow[] | undefined> {
-  const rows = await db
+function visibleTitle(eb: ExpressionBuilder<Database, ScopedTables>, titleId: string) {
+  return eb
     .selectFrom('titles')
-    .leftJoin('title_documents', 'title_documents.title_id', 'titles.id')
-    .leftJoin('signature_envelopes', 'signature_envelopes.title_document_id', 'title_documents.id')
-    .select((eb) => [
-      'title_documents.id',
-      'title_documents.kind',
-      'title_documents.filename',
-      'title_documents.content_type',
-      'title_documents.size_bytes',
-      'title_documents.sha256',
-      'title_documents.uploaded_at',
-      'signature_envelopes.envelope_key',
-      'signature_envelopes.status as envelope_status',
-      'signature_envelopes.completed_at',
+    .select((title) => [
+      'titles.id',
       jsonArrayFrom(
-        eb
-          .selectFrom('signature_signers')
-          .select([
-            'signature_signers.name',
-            'signature_signers.email',
-            'signature_signers.status',
-            sql<string | null>`to_char(signature_signers.signed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`.as(
-              'signed_at',
-            ),
+        title
+          .selectFrom('title_documents')
+          .select((document) => [
+            'title_documents.id',
+            'title_documents.kind',
+            'title_documents.filename',
+            'title_documents.content_type',
+            'title_documents.size_bytes',
+            'title_documents.sha256',
+            isoTimestamp(document.ref('title_documents.uploaded_at')).as('uploaded_at'),
+            signatureOf(document).as('signature'),
           ])
-          .whereRef('signature_signers.envelope_id', '=', 'signature_envelopes.id')
-          .orderBy('signature_signers.position')
-          .orderBy('signature_signers.id'),
-      ).as('signers'),
+          .whereRef('title_documents.title_id', '=', 'titles.id')
+          .orderBy('title_documents.uploaded_at')
+          .orderBy('title_documents.id'),
+      ).as('documents'),
     ])
+    .where('companies.id', 'is not', null)
     .where('titles.id', '=', titleId)
-    .where((eb) => visibleTo(eb, viewer))
-    .orderBy('title_documents.uploaded_at')
-    .orderBy('title_documents.id')
-    .execute()
-  if (rows.length === 0) return undefined
-  // A row with a document id has all of the document's columns: they are NOT NULL.
-  const hasDocument = (row: (typeof rows)[number]): row is (typeof rows)[number] & TitleDocumentRow => row.id !== null
-  return rows.filter(hasDocument)
+    .where(visibleToMember)
+    .as('title')
+}
+
+/** Route 9 in one statement: the principal, their membership, and the title's documents if visible. */
+const titleDocumentsStatement = new Precompiled((db, p: ScopedPrincipal & { titleId: string }) =>
+  userWithMembership(db, p)
+    .leftJoinLateral((eb) => visibleTitle(eb, p.titleId), (join) => join.onTrue())
+    .select(['title.id as visible_title_id', 'title.documents']),
+)
+
+export interface ScopedTitleDocuments {
+  /** Undefined when the token's user is not active. */
+  principal: PrincipalWithMembership | undefined
+  /** Undefined when the title does not exist or the member may not see it. */
+  documents: TitleDocument[] | undefined
+}
+
+export async function findScopedTitleDocuments(db: Db, key: ScopedPrincipal, titleId: string): Promise<ScopedTitleDocuments> {
+  const row = await titleDocumentsStatement.first(db, { ...key, titleId })
+  if (!row) return { principal: undefined, documents: undefined }
+  const visible = row.visible_title_id !== null && row.documents !== null
+  return { principal: principalOf(row), documents: visible ? (row.documents as TitleDocument[]) : undefined }
 }

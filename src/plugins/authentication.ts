@@ -1,13 +1,13 @@
 import fastifyJwt from '@fastify/jwt'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { findActiveUserForToken, type AuthenticatedUser } from '../auth/repository.js'
+import type { AuthenticatedUser } from '../auth/repository.js'
 import { tokenNotValid } from '../auth/sessions.js'
 import { TokenSigner, type TokenClaims } from '../auth/tokens.js'
 import type { Config } from '../config.js'
 import { UUID_FORMAT } from '../lib/formats.js'
 import { problem } from '../lib/problem.js'
-import { findUserWithMembership } from '../tenancy/principal.js'
+import { findActiveUserForToken, findUserWithMembership } from '../tenancy/principal.js'
 import { jwkThumbprint } from './jwks.js'
 
 export interface AuthContext {
@@ -19,10 +19,18 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Reachable without a bearer token (routes 1, 2, 3, 10, 12, health, docs, JWKS). */
     public?: boolean
+    /**
+     * The handler's own statement checks that the token's user is active (and their membership),
+     * so that a read costs one round trip: the JWT hook only verifies the token, and the handler
+     * must call `admitUser` or `admitMember` (src/plugins/tenancy.ts) before answering.
+     */
+    principalInStatement?: boolean
   }
   interface FastifyRequest {
-    /** Set by the JWT hook on every non-public route. */
+    /** Set once the token's user is known to be active: by the JWT hook, or by `admitUser`/`admitMember`. */
     auth: AuthContext
+    /** The verified claims of the bearer token, on every non-public route. */
+    tokenClaims: TokenClaims
   }
   interface FastifyInstance {
     tokens: TokenSigner
@@ -72,6 +80,13 @@ function bearerToken(request: FastifyRequest): string | undefined {
   return token
 }
 
+async function assertPrincipalAdmitted(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+  if (request.auth === null && reply.statusCode < 400) {
+    throw new Error('a principalInStatement route answered without admitting the principal')
+  }
+  return payload
+}
+
 /**
  * Registers the JWT keys and the `onRequest` hook that authenticates every route whose config does
  * not mark it public. The user must still exist and be active, checked on every request (§2).
@@ -81,6 +96,7 @@ export default fp(
     await app.register(fastifyJwt, jwtPluginOptions(options.config.jwt))
     app.decorate('tokens', new TokenSigner(app.jwt, options.config))
     app.decorateRequest('auth', null as unknown as AuthContext)
+    app.decorateRequest('tokenClaims', null as unknown as TokenClaims)
 
     app.addHook('onRequest', async (request) => {
       if (request.is404 || request.routeOptions.config.public) return
@@ -88,17 +104,28 @@ export default fp(
       if (token === undefined) throw notAuthenticated()
       const claims = app.tokens.verify(token, 'access')
       if (!claims) throw tokenNotValid()
+      request.tokenClaims = claims
+      if (request.routeOptions.config.principalInStatement) return
+      const key = { userId: claims.user_id, familyId: claims.fid }
       const companyRoleId = companyRoleToPrefetch(request)
       if (companyRoleId === undefined) {
-        const user = await findActiveUserForToken(app.db, claims.user_id, claims.fid)
+        const user = await findActiveUserForToken(app.db, key)
         if (!user) throw tokenNotValid()
         request.auth = { user, claims }
         return
       }
-      const principal = await findUserWithMembership(app.db, claims.user_id, claims.fid, companyRoleId)
+      const principal = await findUserWithMembership(app.db, { ...key, companyRoleId })
       if (!principal) throw tokenNotValid()
       request.auth = { user: principal.user, claims }
       request.prefetchedMembership = { companyRoleId, membership: principal.membership }
+    })
+
+    // A safety net on `principalInStatement` routes: a success that nobody admitted is a bug, and
+    // must not reach the client.
+    app.addHook('onRoute', (route) => {
+      if (!route.config?.principalInStatement) return
+      const existing = route.preSerialization ?? []
+      route.preSerialization = [...(Array.isArray(existing) ? existing : [existing]), assertPrincipalAdmitted]
     })
   },
   { name: 'authentication', dependencies: ['database'] },

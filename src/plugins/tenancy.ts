@@ -1,7 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { AuthenticatedUser } from '../auth/repository.js'
+import { tokenNotValid } from '../auth/sessions.js'
 import { authorise, type CompanyRoleContext, type RoleRequirement } from '../tenancy/membership.js'
 import { PresenceTracker } from '../tenancy/presence.js'
+import type { PrincipalWithMembership } from '../tenancy/principal.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -31,8 +34,8 @@ export default fp(
     app.decorateRequest('prefetchedMembership', null)
 
     app.addHook('preHandler', async (request: FastifyRequest) => {
-      const requirement = request.routeOptions.config.companyRole
-      if (!requirement) return
+      const { companyRole: requirement, principalInStatement } = request.routeOptions.config
+      if (!requirement || principalInStatement) return
       const { company_role_id: companyRoleId } = request.params as { company_role_id: string }
       // The JWT hook fetched it with the user (src/tenancy/principal.ts); validation has made sure
       // the id it used is the well-formed one in the path.
@@ -44,3 +47,27 @@ export default fp(
   },
   { name: 'tenancy', dependencies: ['database', 'authentication'] },
 )
+
+/**
+ * For `principalInStatement` routes (src/plugins/authentication.ts): the token's user as the
+ * handler's statement found them, undefined when not active or the token's family is revoked (401).
+ */
+export function admitUser(request: FastifyRequest, user: AuthenticatedUser | undefined): AuthenticatedUser {
+  if (!user) throw tokenNotValid()
+  request.auth = { user, claims: request.tokenClaims }
+  return user
+}
+
+/**
+ * For `principalInStatement` routes with a `companyRole` config: the same checks, in the same
+ * order, as the `preHandler` above (401, then 404 / 403 by src/tenancy/membership.ts), on the
+ * principal and membership that the handler's statement read.
+ */
+export async function admitMember(request: FastifyRequest, principal: PrincipalWithMembership | undefined): Promise<CompanyRoleContext> {
+  const requirement = request.routeOptions.config.companyRole
+  if (!requirement) throw new Error('admitMember on a route without a companyRole config')
+  admitUser(request, principal?.user)
+  request.companyRole = authorise(principal?.membership, requirement)
+  await request.server.presence.markSeen(request.companyRole.companyRoleId)
+  return request.companyRole
+}

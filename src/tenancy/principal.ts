@@ -1,30 +1,48 @@
-import { activeUserForTokenQuery, type AuthenticatedUser } from '../auth/repository.js'
-import type { Db } from '../db/types.js'
+import type { FastifyRequest } from 'fastify'
+import type { Kysely } from 'kysely'
+import type { AuthenticatedUser } from '../auth/repository.js'
+import { Precompiled } from '../db/precompiled.js'
+import type { Database, Permission, RoleKind } from '../db/types.js'
 import type { CompanyRoleContext } from './membership.js'
 
-export interface PrincipalWithMembership {
-  user: AuthenticatedUser
-  /** Undefined when the user has no active membership of an active role of an active company. */
-  membership: CompanyRoleContext | undefined
+/** What an access token names: its user and its token family. */
+export interface TokenPrincipal {
+  userId: string
+  familyId: string
+}
+
+/** A token's principal acting for one company role (the routes with `{company_role_id}`). */
+export interface ScopedPrincipal extends TokenPrincipal {
+  companyRoleId: string
 }
 
 /**
- * The user behind an access token (active, token family not revoked) together with their
- * membership of one company role, in one round trip: the JWT hook runs it for company-scoped
- * routes, so that their membership check costs no second query. Memberships are unique per
+ * The user behind an access token, if still active and the token's family not revoked (§2): one
+ * row or none. Every authenticated request runs it, alone or as the start of a larger statement;
+ * its columns are prefixed so that a statement can add its own beside them.
+ */
+export function activeUserForToken(db: Kysely<Database>, key: TokenPrincipal) {
+  return db
+    .selectFrom('users')
+    .innerJoin('token_families', 'token_families.user_id', 'users.id')
+    .select(['users.id as principal_id', 'users.email as principal_email', 'users.name as principal_name'])
+    .where('users.id', '=', key.userId)
+    .where('users.is_active', '=', true)
+    .where('token_families.id', '=', key.familyId)
+    .where('token_families.revoked_at', 'is', null)
+}
+
+/**
+ * `activeUserForToken` with the user's membership of one company role: the `member_` columns are
+ * null unless the membership, the role and its company are all active. Memberships are unique per
  * (user, role), so the left joins add at most one row.
  */
-export async function findUserWithMembership(
-  db: Db,
-  userId: string,
-  familyId: string,
-  companyRoleId: string,
-): Promise<PrincipalWithMembership | undefined> {
-  const row = await activeUserForTokenQuery(db, userId, familyId)
+export function userWithMembership(db: Kysely<Database>, key: ScopedPrincipal) {
+  return activeUserForToken(db, key)
     .leftJoin('memberships', (join) =>
       join
         .onRef('memberships.user_id', '=', 'users.id')
-        .on('memberships.company_role_id', '=', companyRoleId)
+        .on('memberships.company_role_id', '=', key.companyRoleId)
         .on('memberships.is_active', '=', true),
     )
     .leftJoin('company_roles', (join) =>
@@ -34,18 +52,71 @@ export async function findUserWithMembership(
       join.onRef('companies.id', '=', 'company_roles.company_id').on('companies.is_active', '=', true),
     )
     .select([
-      'company_roles.id as company_role_id',
-      'company_roles.company_id',
-      'company_roles.role',
-      'memberships.permissions',
-      'companies.id as active_company_id',
+      'company_roles.id as member_role_id',
+      'company_roles.company_id as member_company_id',
+      'company_roles.role as member_role',
+      'memberships.permissions as member_permissions',
+      'companies.id as member_active_company_id',
     ])
-    .executeTakeFirst()
-  if (!row) return undefined
-  const { company_role_id: roleId, company_id: companyId, role, permissions, active_company_id: activeCompanyId } = row
-  const member = activeCompanyId !== null && roleId !== null && companyId !== null && role !== null
+}
+
+interface PrincipalColumns {
+  principal_id: string
+  principal_email: string
+  principal_name: string
+}
+
+interface MemberColumns {
+  member_role_id: string | null
+  member_company_id: string | null
+  member_role: RoleKind | null
+  member_permissions: Permission[] | null
+  member_active_company_id: string | null
+}
+
+export interface PrincipalWithMembership {
+  user: AuthenticatedUser
+  /** Undefined when the user has no active membership of an active role of an active company. */
+  membership: CompanyRoleContext | undefined
+}
+
+export const userOf = (row: PrincipalColumns): AuthenticatedUser => ({
+  id: row.principal_id,
+  email: row.principal_email,
+  name: row.principal_name,
+})
+
+export function principalOf(row: PrincipalColumns & MemberColumns): PrincipalWithMembership {
+  const { member_role_id: roleId, member_company_id: companyId, member_role: role, member_permissions: permissions } = row
+  const member = row.member_active_company_id !== null && roleId !== null && companyId !== null && role !== null
   return {
-    user: { id: row.id, email: row.email, name: row.name },
+    user: userOf(row),
     membership: member ? { companyRoleId: roleId, companyId, role, permissions: permissions ?? [] } : undefined,
   }
 }
+
+const activeUserStatement = new Precompiled((db, key: TokenPrincipal) => activeUserForToken(db, key))
+const userWithMembershipStatement = new Precompiled((db, key: ScopedPrincipal) => userWithMembership(db, key))
+
+export async function findActiveUserForToken(db: Kysely<Database>, key: TokenPrincipal): Promise<AuthenticatedUser | undefined> {
+  const row = await activeUserStatement.first(db, key)
+  return row && userOf(row)
+}
+
+/** The principal and their membership of `key.companyRoleId` in one round trip; undefined when the token's user is not active. */
+export async function findUserWithMembership(db: Kysely<Database>, key: ScopedPrincipal): Promise<PrincipalWithMembership | undefined> {
+  const row = await userWithMembershipStatement.first(db, key)
+  return row && principalOf(row)
+}
+
+/** The principal a verified bearer token names (src/plugins/authentication.ts sets the claims). */
+export const principalKey = (request: FastifyRequest): TokenPrincipal => ({
+  userId: request.tokenClaims.user_id,
+  familyId: request.tokenClaims.fid,
+})
+
+/** The same, acting for the route's `{company_role_id}` (validated by the route's schema). */
+export const scopedPrincipalKey = (request: FastifyRequest): ScopedPrincipal => ({
+  ...principalKey(request),
+  companyRoleId: (request.params as { company_role_id: string }).company_role_id,
+})

@@ -11,7 +11,7 @@ import {
 import type { KycType } from '../../src/db/types.js'
 
 const TODAY = '2026-05-10'
-const updatedAt = new Date('2026-05-01T12:00:00.000Z')
+const updatedAt = '2026-05-01T12:00:00.000Z'
 
 const document = (type: KycType, overrides: Partial<LatestKycDocument> = {}): LatestKycDocument => ({
   id: `id-${type}`,

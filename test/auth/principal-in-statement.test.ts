@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest'
+import { buildApp } from '../../src/app.js'
+import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
+import { testDatabase } from '../helpers/database.js'
+import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp } from '../helpers/app.js'
+import { decodeClaims } from '../helpers/jwt.js'
+
+const ctx = useTestApp()
+const { roles, titles, users } = DEMO
+
+/** The reads that check the token's user and membership in their own statement (principalInStatement). */
+const READS = [
+  { name: 'route 4', email: 'alice@acme.example', userId: users.alice, url: '/api/company/v1/get-user-companies' },
+  {
+    name: 'route 6',
+    email: 'bob@beta.example',
+    userId: users.bob,
+    url: `/api/company/v1/${roles.betaBuyer}/chat/partners/${roles.acmeSeller}/presence`,
+  },
+  {
+    name: 'route 7',
+    email: 'bob@beta.example',
+    userId: users.bob,
+    url: `/api/company/v1/${roles.betaBuyer}/buyer/check-documents/${roles.acmeSeller}`,
+  },
+  {
+    name: 'route 9',
+    email: 'bob@beta.example',
+    userId: users.bob,
+    url: `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t1}/documents`,
+  },
+] as const
+
+const get = (url: string, access: string) => ctx.app.inject({ method: 'GET', url, headers: bearer(access) })
+
+describe('reads that check the principal in their own statement', () => {
+  for (const read of READS) {
+    it(`${read.name}: answers 200, then 401 once the token's family is revoked or the user disabled`, async () => {
+      const { db } = await testDatabase()
+      const first = await obtainTokens(ctx.app, read.email, DEMO_PASSWORD)
+      const second = await obtainTokens(ctx.app, read.email, DEMO_PASSWORD)
+      expect((await get(read.url, first.access)).statusCode).toBe(200)
+
+      const family = String(decodeClaims(first.access).fid)
+      await db.updateTable('token_families').set({ revoked_at: new Date(), revoked_reason: 'logout' }).where('id', '=', family).execute()
+      problemOf(await get(read.url, first.access), 401, 'token_not_valid')
+      expect((await get(read.url, second.access)).statusCode).toBe(200)
+
+      await db.updateTable('users').set({ is_active: false }).where('id', '=', read.userId).execute()
+      problemOf(await get(read.url, second.access), 401, 'token_not_valid')
+    })
+  }
+
+  for (const read of READS.filter((candidate) => candidate.name !== 'route 4')) {
+    it(`${read.name}: answers 404 once the membership is deactivated`, async () => {
+      const { db } = await testDatabase()
+      const { access } = await obtainTokens(ctx.app, read.email, DEMO_PASSWORD)
+      await db.updateTable('memberships').set({ is_active: false }).where('user_id', '=', read.userId).execute()
+      problemOf(await get(read.url, access), 404, 'not_found')
+    })
+  }
+
+  it('refuses to answer a success that no handler admitted (a 500, and no body leaks)', async () => {
+    const app = await buildApp(testConfig(), { database: await testDatabase(), counterStore: new MemoryCounterStore() })
+    app.get('/forgot-to-admit', { config: { principalInStatement: true } }, async () => ({ secret: 'leaked' }))
+    await app.ready()
+    try {
+      const { access } = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
+      const response = await app.inject({ method: 'GET', url: '/forgot-to-admit', headers: bearer(access) })
+      problemOf(response, 500, 'server_error')
+      expect(response.body).not.toContain('leaked')
+    } finally {
+      await app.close()
+    }
+  })
+})
