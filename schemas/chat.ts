@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { Errors, Nullable, Timestamp, Uuid } from './common.js'
+import { Errors, Nullable, StringEnum, Timestamp, Uuid } from './common.js'
 
 export const PresenceParams = Type.Object({
   company_role_id: Uuid,
@@ -8,7 +8,7 @@ export const PresenceParams = Type.Object({
 
 export const PresenceResponse = Type.Object({
   company_role_id: Uuid,
-  status: Type.Union([Type.Literal('online'), Type.Literal('away'), Type.Literal('offline')], {
+  status: StringEnum(['online', 'away', 'offline'], {
     description: 'Seen within 2 minutes: `online`; within 15: `away`; else, or never: `offline`',
   }),
   last_seen_at: Nullable(Timestamp),

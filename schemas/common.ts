@@ -1,10 +1,23 @@
-import { Type, type TSchema } from '@sinclair/typebox'
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
 
 export const Uuid = Type.String({ format: 'uuid', description: 'UUID' })
 export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 timestamp in UTC' })
 export const DateOnly = Type.String({ format: 'date', description: 'YYYY-MM-DD' })
 export const Money = Type.String({ pattern: '^-?[0-9]+\\.[0-9]{2}$', description: 'Decimal amount in BRL with two places' })
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+/**
+ * `schema` or null. A schema with one `type` becomes a type list (`["string", "null"]`): the
+ * response serializer then tells the two apart with a type check, where an `anyOf` made it
+ * validate every value against each branch (formats included) on every response.
+ */
+export function Nullable<T extends TSchema>(schema: T) {
+  if (typeof schema.type !== 'string') return Type.Union([schema, Type.Null()])
+  // Only the JSON Schema keywords: TypeBox's own (symbol) keys would describe the non-null schema.
+  return Type.Unsafe<Static<T> | null>({ ...Object.fromEntries(Object.entries(schema)), type: [schema.type, 'null'] })
+}
+
+/** One of some strings, as a plain `enum`: one clear message for a wrong value, and a cheap check in responses. */
+export const StringEnum = <const T extends readonly string[]>(values: T, options: { description?: string } = {}) =>
+  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options })
 
 /** RFC 9457 problem details, with DRF's `detail` and a stable machine `code`. */
 export const Problem = Type.Object(

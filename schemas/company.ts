@@ -1,19 +1,17 @@
 import { Type } from '@sinclair/typebox'
-import { AuthenticatedErrors, Uuid } from './common.js'
+import { AuthenticatedErrors, Nullable, StringEnum, Uuid } from './common.js'
 
-export const PermissionName = Type.Union(
-  ['documents', 'bank_accounts', 'customers', 'marketplace', 'chat', 'admin'].map((name) => Type.Literal(name)),
-)
+export const PermissionName = StringEnum(['documents', 'bank_accounts', 'customers', 'marketplace', 'chat', 'admin'])
 
 export const UserCompany = Type.Object({
   id: Uuid,
   name: Type.String(),
-  trade_name: Type.Union([Type.String(), Type.Null()]),
+  trade_name: Nullable(Type.String()),
   tax_id: Type.String({ description: 'CNPJ, 14 characters without punctuation' }),
   roles: Type.Array(
     Type.Object({
       company_role_id: Uuid,
-      role: Type.Union([Type.Literal('seller'), Type.Literal('buyer')]),
+      role: StringEnum(['seller', 'buyer']),
       permissions: Type.Array(PermissionName, { description: '`admin` grants every permission' }),
     }),
   ),

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { Errors, Nullable, Timestamp, Uuid } from './common.js'
+import { Errors, Nullable, StringEnum, Timestamp, Uuid } from './common.js'
 
 export const CustomerParams = Type.Object({
   company_role_id: Uuid,
@@ -33,7 +33,7 @@ export const Customer = Type.Object(
     company_role_id: Uuid,
     name: Type.String(),
     tax_id: Type.String({ description: 'Normalised: digits (CPF) or 14 characters (CNPJ)' }),
-    tax_id_type: Type.Union([Type.Literal('cpf'), Type.Literal('cnpj')]),
+    tax_id_type: StringEnum(['cpf', 'cnpj']),
     email: Nullable(Type.String()),
     phone: Nullable(Type.String({ description: 'E.164' })),
     created_at: Timestamp,

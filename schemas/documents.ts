@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { KYC_TYPES, KYC_VALIDITY_DAYS } from '../src/company/kyc-rules.js'
 import type { KycType } from '../src/db/types.js'
-import { DateOnly, Errors, Nullable, OPTIONAL_BODY, Timestamp, Uuid } from './common.js'
+import { DateOnly, Errors, Nullable, OPTIONAL_BODY, StringEnum, Timestamp, Uuid } from './common.js'
 
 const validityList = KYC_TYPES.map((type) => {
   const days = KYC_VALIDITY_DAYS[type]
@@ -15,8 +15,8 @@ export const KycTypeName = Type.Unsafe<KycType>({
   description: `Required KYC type; validity from the issue date: ${validityList}`,
 })
 
-export const KycDocumentStatus = Type.Union(
-  ['approved', 'pending_review', 'rejected', 'expired', 'missing'].map((status) => Type.Literal(status)),
+export const KycDocumentStatus = StringEnum(
+  ['approved', 'pending_review', 'rejected', 'expired', 'missing'],
   { description: '`expired`: approved but `valid_until` is before today (UTC); `missing`: never sent' },
 )
 

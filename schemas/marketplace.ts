@@ -1,22 +1,20 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { Errors, Nullable, Timestamp, Uuid } from './common.js'
+import { Errors, Nullable, StringEnum, Timestamp, Uuid } from './common.js'
 
 export const TitleDocumentsParams = Type.Object({ company_role_id: Uuid, title_id: Uuid })
 export type TitleDocumentsParams = Static<typeof TitleDocumentsParams>
 
-export const TitleDocumentKind = Type.Union(
-  ['invoice', 'nfe_xml', 'assignment_contract', 'payment_slip', 'other'].map((kind) => Type.Literal(kind)),
-)
+export const TitleDocumentKind = StringEnum(['invoice', 'nfe_xml', 'assignment_contract', 'payment_slip', 'other'])
 
-export const EnvelopeStatusName = Type.Union(
-  ['pending', 'signed', 'refused', 'cancelled', 'expired'].map((status) => Type.Literal(status)),
+export const EnvelopeStatusName = StringEnum(
+  ['pending', 'signed', 'refused', 'cancelled', 'expired'],
   { description: '`pending` until a final state; `signed`, `refused`, `cancelled` and `expired` never change again' },
 )
 
 export const Signer = Type.Object({
   name: Type.String(),
   email: Type.String({ format: 'email' }),
-  status: Type.Union(['pending', 'signed', 'refused'].map((status) => Type.Literal(status))),
+  status: StringEnum(['pending', 'signed', 'refused']),
   signed_at: Nullable(Timestamp),
 })
 

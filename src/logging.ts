@@ -13,6 +13,8 @@ function decoded(segment: string): string {
   }
 }
 
+const ANCHORS = /webhook|confirm-migration-account/i
+
 /**
  * Route 12's path ends in the sender's secret and route 10's in the confirmation token. Matched
  * loosely (any case, repeated slashes, missing or extra segments): a mistyped URL that reaches the
@@ -20,6 +22,8 @@ function decoded(segment: string): string {
  * confirmation link its (not secret) uidb64; every other segment after the anchor is masked.
  */
 function maskSecretSegments(path: string): string {
+  // Most paths have neither anchor, even percent-decoded: skip the per-segment work (every request logs its URL).
+  if (!path.includes('%') && !ANCHORS.test(path)) return path
   const segments = path.split('/')
   const names = segments.map((segment) => decoded(segment).toLowerCase())
   const webhook = names.indexOf('webhook')
