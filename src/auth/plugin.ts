@@ -22,7 +22,10 @@ async function trimEmail(request: FastifyRequest): Promise<void> {
 const authRoutes: FastifyPluginAsyncTypebox<AuthPluginOptions> = async (app, { config, throttle }) => {
   const logIn = async (request: FastifyRequest, email: string, password: string) => {
     const user = await authenticate(app.db, throttle, request.ip, email, password)
-    const tokens = await startSession(app.db, app.tokens, user.id, config.refreshAbsoluteTtl)
+    const tokens = await startSession(app.db, app.tokens, user.id, {
+      ttlSeconds: config.refreshTokenTtl,
+      absoluteTtlSeconds: config.refreshAbsoluteTtl,
+    })
     return { user, tokens }
   }
 

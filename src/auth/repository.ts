@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { Precompiled } from '../db/precompiled.js'
 import type { Db } from '../db/types.js'
 
 export interface LoginCandidate {
@@ -10,26 +11,33 @@ export interface LoginCandidate {
   migration_state: 'pending' | 'confirmed' | null
 }
 
-export function findUserByEmail(db: Db, email: string): Promise<LoginCandidate | undefined> {
-  return db
+const userByEmailStatement = new Precompiled((db, p: { email: string }) =>
+  db
     .selectFrom('users')
     .select(['id', 'email', 'name', 'password_hash', 'is_active', 'migration_state'])
-    .where('email', '=', email)
-    .executeTakeFirst()
+    .where('email', '=', p.email),
+)
+
+export function findUserByEmail(db: Db, email: string): Promise<LoginCandidate | undefined> {
+  return userByEmailStatement.first(db, { email })
 }
+
+const recordLoginStatement = new Precompiled((db, p: { userId: string; newPasswordHash: string | null }) =>
+  db
+    .updateTable('users')
+    .set((eb) => ({
+      last_login: sql<Date>`now()`,
+      updated_at: sql<Date>`now()`,
+      password_hash: eb.fn.coalesce(eb.val(p.newPasswordHash), eb.ref('password_hash')),
+    }))
+    .where('id', '=', p.userId)
+    .returning('last_login'),
+)
 
 /** Sets last_login (SimpleJWT's update_last_login) and, when given, replaces the stored hash. */
 export async function recordLogin(db: Db, userId: string, newPasswordHash?: string): Promise<Date> {
-  const row = await db
-    .updateTable('users')
-    .set({
-      last_login: sql<Date>`now()`,
-      updated_at: sql<Date>`now()`,
-      ...(newPasswordHash ? { password_hash: newPasswordHash } : {}),
-    })
-    .where('id', '=', userId)
-    .returning('last_login')
-    .executeTakeFirstOrThrow()
+  const row = await recordLoginStatement.first(db, { userId, newPasswordHash: newPasswordHash ?? null })
+  if (!row) throw new Error(`recordLogin: no user ${userId}`)
   return row.last_login ?? new Date()
 }
 
@@ -39,36 +47,49 @@ export interface AuthenticatedUser {
   name: string
 }
 
+export interface NewSession {
+  userId: string
+  /** The new family's id and its first refresh token's jti, made by the caller so that it can sign. */
+  familyId: string
+  jti: string
+  absoluteTtlSeconds: number
+  ttlSeconds: number
+}
+
 /**
- * The user behind an access token, if still active and the token's family not revoked (§2): the
- * query every authenticated request runs, which src/tenancy/principal.ts extends with a membership.
+ * A login's token family and its first refresh token in one statement; the token expires at the
+ * earlier of its TTL and the family's absolute end. Returns the token's expiry.
  */
-export function activeUserForTokenQuery(db: Db, userId: string, familyId: string) {
-  return db
-    .selectFrom('users')
-    .innerJoin('token_families', 'token_families.user_id', 'users.id')
-    .select(['users.id', 'users.email', 'users.name'])
-    .where('users.id', '=', userId)
-    .where('users.is_active', '=', true)
-    .where('token_families.id', '=', familyId)
-    .where('token_families.revoked_at', 'is', null)
-}
+const createSessionStatement = new Precompiled((db, p: NewSession) =>
+  db
+    .with('family', (qb) =>
+      qb
+        .insertInto('token_families')
+        .values({
+          id: p.familyId,
+          user_id: p.userId,
+          absolute_expires_at: sql<Date>`now() + make_interval(secs => ${p.absoluteTtlSeconds})`,
+        })
+        .returning(['id', 'absolute_expires_at']),
+    )
+    .insertInto('refresh_tokens')
+    .columns(['jti', 'family_id', 'expires_at'])
+    .expression((eb) =>
+      eb
+        .selectFrom('family')
+        .select([
+          eb.val(p.jti).as('jti'),
+          'family.id',
+          sql<Date>`least(now() + make_interval(secs => ${p.ttlSeconds}), family.absolute_expires_at)`.as('expires_at'),
+        ]),
+    )
+    .returning('expires_at'),
+)
 
-export function findActiveUserForToken(db: Db, userId: string, familyId: string): Promise<AuthenticatedUser | undefined> {
-  return activeUserForTokenQuery(db, userId, familyId).executeTakeFirst()
-}
-
-export async function createTokenFamily(db: Db, userId: string, absoluteTtlSeconds: number): Promise<{ id: string; absoluteExpiresAt: Date }> {
-  const row = await db
-    .insertInto('token_families')
-    .values({ user_id: userId, absolute_expires_at: sql<Date>`now() + make_interval(secs => ${absoluteTtlSeconds})` })
-    .returning(['id', 'absolute_expires_at'])
-    .executeTakeFirstOrThrow()
-  return { id: row.id, absoluteExpiresAt: row.absolute_expires_at }
-}
-
-export async function storeRefreshToken(db: Db, jti: string, familyId: string, expiresAt: Date): Promise<void> {
-  await db.insertInto('refresh_tokens').values({ jti, family_id: familyId, expires_at: expiresAt }).execute()
+export async function createSession(db: Db, session: NewSession): Promise<Date> {
+  const row = await createSessionStatement.first(db, session)
+  if (!row) throw new Error('createSession: nothing inserted')
+  return row.expires_at
 }
 
 export interface Rotation {
@@ -87,9 +108,8 @@ export interface Rotation {
  * presenting the same token, the second waits on the first's row lock and then finds it spent.
  * Returns the successor's expiry, or undefined when nothing was spent.
  */
-export async function spendAndReplaceRefreshToken(db: Db, rotation: Rotation): Promise<Date | undefined> {
-  const { jti, familyId, userId, nextJti, ttlSeconds } = rotation
-  const row = await db
+const rotationStatement = new Precompiled((db, { jti, familyId, userId, nextJti, ttlSeconds }: Rotation) =>
+  db
     .with('spent', (qb) =>
       qb
         .updateTable('refresh_tokens')
@@ -123,8 +143,11 @@ export async function spendAndReplaceRefreshToken(db: Db, rotation: Rotation): P
           sql<Date>`least(now() + make_interval(secs => ${ttlSeconds}), token_families.absolute_expires_at)`.as('expires_at'),
         ]),
     )
-    .returning('expires_at')
-    .executeTakeFirst()
+    .returning('expires_at'),
+)
+
+export async function spendAndReplaceRefreshToken(db: Db, rotation: Rotation): Promise<Date | undefined> {
+  const row = await rotationStatement.first(db, rotation)
   return row?.expires_at
 }
 

@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../db/types.js'
 import { problem } from '../lib/problem.js'
-import { createTokenFamily, revokeFamilyOnReuse, spendAndReplaceRefreshToken, storeRefreshToken } from './repository.js'
+import { randomUUID } from 'node:crypto'
+import { createSession, revokeFamilyOnReuse, spendAndReplaceRefreshToken } from './repository.js'
 import { newJti, type TokenSigner } from './tokens.js'
 
 export interface TokenPair {
@@ -12,12 +13,22 @@ export interface TokenPair {
 export const tokenNotValid = () =>
   problem(401, 'token_not_valid', 'Token is invalid or expired')
 
-/** A login: a new token family, its first refresh token and an access token. */
-export async function startSession(db: Db, signer: TokenSigner, userId: string, absoluteTtlSeconds: number): Promise<TokenPair> {
-  const family = await createTokenFamily(db, userId, absoluteTtlSeconds)
-  const refresh = signer.signRefresh(userId, family.id, family.absoluteExpiresAt)
-  await storeRefreshToken(db, refresh.jti, family.id, refresh.expiresAt)
-  return { access: signer.signAccess(userId, family.id).token, refresh: refresh.token }
+export interface SessionLifetimes {
+  /** A refresh token's own lifetime. */
+  ttlSeconds: number
+  /** How long the family may be refreshed from its login. */
+  absoluteTtlSeconds: number
+}
+
+/** A login: a new token family with its first refresh token (one statement), and an access token. */
+export async function startSession(db: Db, signer: TokenSigner, userId: string, lifetimes: SessionLifetimes): Promise<TokenPair> {
+  const familyId = randomUUID()
+  const jti = newJti()
+  const expiresAt = await createSession(db, { userId, familyId, jti, ...lifetimes })
+  return {
+    access: signer.signAccess(userId, familyId).token,
+    refresh: signer.signRefreshStored(jti, userId, familyId, expiresAt).token,
+  }
 }
 
 /**

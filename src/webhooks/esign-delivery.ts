@@ -4,7 +4,6 @@ import type { Database, Db } from '../db/types.js'
 import { dedupeKeyOf } from './authenticity.js'
 import { actionFor, isNoChange, signerEmailOf, transition } from './esign-events.js'
 import {
-  findSigner,
   insertDelivery,
   lockEnvelope,
   recordOutcome,
@@ -24,10 +23,10 @@ export interface DeliveryReceipt {
 async function applyEvent(db: Db, notification: EsignNotification, occurredAt: Date): Promise<DeliveryOutcome> {
   const action = actionFor(notification.event.name)
   if (!action) return 'ignored'
-  const envelope = await lockEnvelope(db, notification.document.key)
-  if (!envelope) return 'unmatched'
   const email = action.kind === 'finish' ? undefined : signerEmailOf(notification.event.data)
-  const signer = email === undefined ? undefined : await findSigner(db, envelope.id, email)
+  const envelope = await lockEnvelope(db, notification.document.key, email)
+  if (!envelope) return 'unmatched'
+  const { signer } = envelope
   const change = transition(envelope, signer, action, occurredAt)
   if (change.envelope) await updateEnvelope(db, envelope.id, change.envelope)
   if (change.signer && signer) await updateSigner(db, signer.id, change.signer)
