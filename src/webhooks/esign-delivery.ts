@@ -4,6 +4,7 @@ import type { Database, Db } from '../db/types.js'
 import { dedupeKeyOf } from './authenticity.js'
 import { actionFor, isNoChange, signerEmailOf, transition } from './esign-events.js'
 import {
+  findSigner,
   insertDelivery,
   lockEnvelope,
   recordOutcome,
@@ -23,10 +24,10 @@ export interface DeliveryReceipt {
 async function applyEvent(db: Db, notification: EsignNotification, occurredAt: Date): Promise<DeliveryOutcome> {
   const action = actionFor(notification.event.name)
   if (!action) return 'ignored'
-  const email = action.kind === 'finish' ? undefined : signerEmailOf(notification.event.data)
-  const envelope = await lockEnvelope(db, notification.document.key, email)
+  const envelope = await lockEnvelope(db, notification.document.key)
   if (!envelope) return 'unmatched'
-  const { signer } = envelope
+  const email = action.kind === 'finish' ? undefined : signerEmailOf(notification.event.data)
+  const signer = email === undefined ? undefined : await findSigner(db, envelope.id, email)
   const change = transition(envelope, signer, action, occurredAt)
   if (change.envelope) await updateEnvelope(db, envelope.id, change.envelope)
   if (change.signer && signer) await updateSigner(db, signer.id, change.signer)

@@ -48,42 +48,34 @@ export async function recordOutcome(db: Db, deliveryId: string, outcome: Deliver
   await recordOutcomeStatement.rows(db, { deliveryId, outcome })
 }
 
-export interface LockedEnvelope extends EnvelopeState {
-  id: string
-  /** The envelope's signer with the event's e-mail, when the event names one that exists. */
-  signer: (SignerState & { id: string }) | undefined
-}
-
-const lockEnvelopeStatement = new Precompiled((db, p: { envelopeKey: string; signerEmail: string | null }) =>
+const lockEnvelopeStatement = new Precompiled((db, p: { envelopeKey: string }) =>
   db
     .selectFrom('signature_envelopes')
-    .leftJoin('signature_signers', (join) =>
-      join
-        .onRef('signature_signers.envelope_id', '=', 'signature_envelopes.id')
-        .on('signature_signers.email', '=', p.signerEmail),
-    )
-    .select([
-      'signature_envelopes.id',
-      'signature_envelopes.status',
-      'signature_envelopes.last_event_at',
-      'signature_signers.id as signer_id',
-      'signature_signers.status as signer_status',
-      'signature_signers.last_event_at as signer_last_event_at',
-    ])
-    .where('signature_envelopes.envelope_key', '=', p.envelopeKey)
-    .forUpdate('signature_envelopes'),
+    .select(['id', 'status', 'last_event_at'])
+    .where('envelope_key', '=', p.envelopeKey)
+    .forUpdate(),
+)
+
+/** The envelope, locked for the rest of the transaction so that its events apply one at a time. */
+export function lockEnvelope(db: Db, envelopeKey: string): Promise<(EnvelopeState & { id: string }) | undefined> {
+  return lockEnvelopeStatement.first(db, { envelopeKey })
+}
+
+const signerStatement = new Precompiled((db, p: { envelopeId: string; email: string }) =>
+  db
+    .selectFrom('signature_signers')
+    .select(['id', 'status', 'last_event_at'])
+    .where('envelope_id', '=', p.envelopeId)
+    .where('email', '=', p.email),
 )
 
 /**
- * The envelope, locked for the rest of the transaction so that its events apply one at a time,
- * with its signer of that e-mail (signers are unique per envelope and e-mail) in the same round trip.
+ * A signer of an envelope that this transaction has locked, by e-mail. A statement of its own, run
+ * after the lock: in READ COMMITTED only a statement that starts after the lock is granted sees the
+ * signer as the previous event for this envelope left it.
  */
-export async function lockEnvelope(db: Db, envelopeKey: string, signerEmail: string | undefined): Promise<LockedEnvelope | undefined> {
-  const row = await lockEnvelopeStatement.first(db, { envelopeKey, signerEmail: signerEmail ?? null })
-  if (!row) return undefined
-  const { signer_id: signerId, signer_status: signerStatus, signer_last_event_at: signerLastEventAt } = row
-  const signer = signerId !== null && signerStatus !== null ? { id: signerId, status: signerStatus, last_event_at: signerLastEventAt } : undefined
-  return { id: row.id, status: row.status, last_event_at: row.last_event_at, signer }
+export function findSigner(db: Db, envelopeId: string, email: string): Promise<(SignerState & { id: string }) | undefined> {
+  return signerStatement.first(db, { envelopeId, email })
 }
 
 const updateEnvelopeStatement = new Precompiled(
