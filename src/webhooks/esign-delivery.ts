@@ -2,16 +2,8 @@ import type { Kysely } from 'kysely'
 import type { EsignNotification } from '../../schemas/webhooks.js'
 import type { Database, Db } from '../db/types.js'
 import { dedupeKeyOf } from './authenticity.js'
-import { actionFor, isNoChange, signerEmailOf, transition } from './esign-events.js'
-import {
-  findSigner,
-  insertDelivery,
-  lockEnvelope,
-  recordOutcome,
-  updateEnvelope,
-  updateSigner,
-  type DeliveryOutcome,
-} from './repository.js'
+import { actionFor, isNoChange, signerEmailOf, transition, type Transition } from './esign-events.js'
+import { applyTransition, findSigner, storeDeliveryAndLockEnvelope, type DeliveryOutcome, type StoredDelivery } from './repository.js'
 
 export const ESIGN_PROVIDER = 'esign'
 
@@ -20,18 +12,21 @@ export interface DeliveryReceipt {
   outcome?: DeliveryOutcome
 }
 
-/** Applies one event to its envelope, under the envelope's row lock. */
-async function applyEvent(db: Db, notification: EsignNotification, occurredAt: Date): Promise<DeliveryOutcome> {
+interface Decision {
+  outcome: DeliveryOutcome
+  change: Transition
+  signerId: string | undefined
+}
+
+/** What one event does to its (locked) envelope. */
+async function decide(db: Db, notification: EsignNotification, envelope: StoredDelivery['envelope'], occurredAt: Date): Promise<Decision> {
   const action = actionFor(notification.event.name)
-  if (!action) return 'ignored'
-  const envelope = await lockEnvelope(db, notification.document.key)
-  if (!envelope) return 'unmatched'
+  if (!action) return { outcome: 'ignored', change: {}, signerId: undefined }
+  if (!envelope) return { outcome: 'unmatched', change: {}, signerId: undefined }
   const email = action.kind === 'finish' ? undefined : signerEmailOf(notification.event.data)
   const signer = email === undefined ? undefined : await findSigner(db, envelope.id, email)
   const change = transition(envelope, signer, action, occurredAt)
-  if (change.envelope) await updateEnvelope(db, envelope.id, change.envelope)
-  if (change.signer && signer) await updateSigner(db, signer.id, change.signer)
-  return isNoChange(change) ? 'ignored' : 'applied'
+  return { outcome: isNoChange(change) ? 'ignored' : 'applied', change, signerId: signer?.id }
 }
 
 /**
@@ -46,7 +41,7 @@ export async function receiveEsignDelivery(
 ): Promise<DeliveryReceipt> {
   const occurredAt = new Date(notification.event.occurred_at)
   return db.transaction().execute(async (trx) => {
-    const deliveryId = await insertDelivery(trx, {
+    const stored = await storeDeliveryAndLockEnvelope(trx, {
       provider: ESIGN_PROVIDER,
       dedupeKey: dedupeKeyOf(rawBody),
       rawBody,
@@ -54,9 +49,9 @@ export async function receiveEsignDelivery(
       envelopeKey: notification.document.key,
       occurredAt,
     })
-    if (deliveryId === undefined) return { duplicate: true }
-    const outcome = await applyEvent(trx, notification, occurredAt)
-    await recordOutcome(trx, deliveryId, outcome)
+    if (!stored) return { duplicate: true }
+    const { outcome, change, signerId } = await decide(trx, notification, stored.envelope, occurredAt)
+    await applyTransition(trx, { id: stored.id, outcome }, { envelopeId: stored.envelope?.id, signerId }, change)
     return { duplicate: false, outcome }
   })
 }
