@@ -1,16 +1,19 @@
 # syntax=docker/dockerfile:1
-# Build stage: compile TypeScript, then keep production dependencies only.
+# Build stage: type-check and bundle the TypeScript (scripts/build.mjs), then keep production
+# dependencies only.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
 COPY src ./src
 COPY schemas ./schemas
 COPY db ./db
 RUN npm run build && npm prune --omit=dev
 
-# Runtime stage: compiled code and production node_modules, run as the unprivileged `node` user.
+# Runtime stage: the bundles and production node_modules (the packages left out of the bundles, and
+# the files bundled packages read: the docs UI's assets), run as the unprivileged `node` user.
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production \
     PORT=3000 \
@@ -28,4 +31,4 @@ EXPOSE 3000
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/health/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node directly (not npm), so that SIGTERM reaches the service and it shuts down gracefully.
-CMD ["node", "dist/src/server.js"]
+CMD ["node", "dist/server.js"]

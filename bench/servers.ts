@@ -32,7 +32,7 @@ function baseEnvironment(): NodeJS.ProcessEnv {
 }
 
 /**
- * The compiled service (`node dist/src/server.js`, as in production: run `npm run build` first) as
+ * The built service (`node dist/server.js`, as in production: run `npm run build` first) as
  * its own process on a free loopback port, with NODE_ENV=production and the demo secrets set
  * explicitly. Resolves once `/health/ready` answers 200, with the start-up times.
  */
@@ -53,7 +53,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   }
   const spawnedAt = performance.now()
   const child = spawnNode({
-    script: 'dist/src/server.js',
+    script: 'dist/server.js',
     nodeArgs: options.nodeArgs ?? [],
     env,
     cwd: REPO_ROOT,

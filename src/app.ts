@@ -16,6 +16,7 @@ import type { Config } from './config.js'
 import { openDatabase } from './db/open.js'
 import type { DatabaseHandle } from './db/database.js'
 import { installStrictFormats } from './lib/formats.js'
+import { buildLazySerializers } from './lib/lazy-serializers.js'
 import { loggerOptions, RequestLogController, type LogDestination } from './logging.js'
 import marketplaceRoutes from './marketplace/plugin.js'
 import authenticationPlugin from './plugins/authentication.js'
@@ -59,6 +60,8 @@ function serverOptions(config: Config, options: BuildOptions): FastifyServerOpti
     frameworkErrors: handleFrameworkError,
     // src/plugins/draining.ts answers during shutdown, in the contract's shape.
     return503OnClosing: false,
+    // Response serializers compile on first use: see src/lib/lazy-serializers.ts.
+    schemaController: { compilersFactory: { buildSerializer: buildLazySerializers } },
     ajv: {
       customOptions: { removeAdditional: true, coerceTypes: false, allErrors: true },
       onCreate: installStrictFormats,
