@@ -32,6 +32,8 @@ export interface Config {
   trustProxy: TrustProxy
   logLevel: string
   loginThrottle: { perClient: number; perAccount: number; windowSeconds: number }
+  /** Nice value (0 to 19) for every thread but the event loop's, password hashing's among them; 0 leaves them alone. */
+  helperThreadNiceness: number
 }
 
 /** Demo secrets: usable only for the embedded database or outside production. */
@@ -145,5 +147,6 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
       perAccount: Number(env.LOGIN_FAILURES_PER_ACCOUNT ?? 20),
       windowSeconds: loginWindow,
     },
+    helperThreadNiceness: Number(env.HELPER_THREAD_NICENESS ?? 10),
   }
 }

@@ -1,6 +1,7 @@
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
+import { lowerHelperThreadPriority } from './lib/thread-priority.js'
 
 /** Entry point: validate the environment, build the app, listen, and shut down gracefully. */
 async function main(): Promise<void> {
@@ -22,6 +23,9 @@ async function main(): Promise<void> {
     await app.close()
   })
   await app.listen({ port: config.port, host: config.host })
+  // Password hashing runs on these threads; the event loop must keep the CPU it needs (issue 6).
+  const lowered = await lowerHelperThreadPriority(config.helperThreadNiceness)
+  app.log.debug({ threads: lowered, niceness: config.helperThreadNiceness }, 'helper threads lowered in priority')
 }
 
 await main()

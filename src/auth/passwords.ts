@@ -1,16 +1,26 @@
 import { createHash, pbkdf2, timingSafeEqual } from 'node:crypto'
+import { availableParallelism } from 'node:os'
 import { promisify } from 'node:util'
 import argon2 from 'argon2'
 import bcrypt from 'bcryptjs'
+import { ConcurrencyLimit } from '../lib/concurrency-limit.js'
 
 const pbkdf2Async = promisify(pbkdf2)
 
 /** OWASP's minimum for argon2id: 19 MiB, 2 passes, 1 lane. */
 export const ARGON2_OPTIONS = { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const
 
+/**
+ * argon2 runs on libuv's thread pool (4 threads by default) and takes 19 MiB per hash: more hashes
+ * at once than cores only add memory and contention, not throughput. Logins beyond it wait here.
+ */
+const hashing = new ConcurrencyLimit(availableParallelism())
+
 export function hashPassword(password: string): Promise<string> {
-  return argon2.hash(password, ARGON2_OPTIONS)
+  return hashing.run(() => argon2.hash(password, ARGON2_OPTIONS))
 }
+
+const argon2Verify = (phc: string, password: string): Promise<boolean> => hashing.run(() => argon2.verify(phc, password))
 
 export interface VerifyResult {
   valid: boolean
@@ -22,7 +32,7 @@ const INVALID: VerifyResult = { valid: false, needsRehash: false }
 
 async function verifyArgon2(phc: string, password: string, migrated: boolean): Promise<VerifyResult> {
   try {
-    if (!(await argon2.verify(phc, password))) return INVALID
+    if (!(await argon2Verify(phc, password))) return INVALID
   } catch {
     return INVALID
   }
@@ -73,5 +83,5 @@ let dummyHash: Promise<string> | undefined
  */
 export async function spendVerificationTime(password: string): Promise<void> {
   dummyHash ??= hashPassword('dummy password for timing equalisation')
-  await argon2.verify(await dummyHash, password).catch(() => false)
+  await argon2Verify(await dummyHash, password).catch(() => false)
 }
