@@ -1,3 +1,4 @@
+import { productionNodeFlags } from './servers.js'
 import type { LoadResult } from './load.js'
 import type { StartTimes } from './processes.js'
 import type { ProfileSummary } from './profile.js'
@@ -248,7 +249,7 @@ export function renderMarkdown(results: BenchResults): string {
     `- Commit: ${machine.commit}`,
     `- Machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${fixed(machine.memoryGiB, 1)} GiB memory; Node ${machine.node}; PostgreSQL ${machine.postgres} on the same machine`,
     `- Load generator: autocannon in the runner process (same machine), ${settings.connections} connections, pipelining 1, ${settings.duration} s per route after ${settings.warmup} s of warm-up`,
-    `- Service: \`node dist/server.js\`, NODE_ENV=production, LOG_LEVEL=${settings.logLevel} (logs to a file), DATABASE_POOL_SIZE=${settings.poolSize}; the floor server uses the same level and pool size`,
+    `- Service: \`${['node', ...productionNodeFlags(), 'dist/server.js'].join(' ')}\` (as \`npm start\`), NODE_ENV=production, LOG_LEVEL=${settings.logLevel} (logs to a file), DATABASE_POOL_SIZE=${settings.poolSize}; the floor server uses the same level and pool size`,
     `- UV_THREADPOOL_SIZE: ${machine.threadpool}`,
     `- Other load on the machine: ${fixed(machine.backgroundBefore)} % CPU before the run, ${machine.backgroundAfter === undefined ? '–' : fixed(machine.backgroundAfter)} % after; load average at start ${machine.loadAverage}`,
     ...results.notes.map((note) => `- Note: ${note}`),

@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { DEMO_SECRETS } from '../src/config.js'
 import { freePort, spawnNode, waitForServer, type StartTimes } from './processes.js'
@@ -31,8 +32,15 @@ function baseEnvironment(): NodeJS.ProcessEnv {
   return Object.fromEntries(keep.flatMap((key) => (process.env[key] === undefined ? [] : [[key, process.env[key]]])))
 }
 
+/** The node flags of `npm start` (package.json), so that the service runs here as it does in production. */
+export function productionNodeFlags(): string[] {
+  const packageJson = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }
+  const [, ...words] = packageJson.scripts.start.split(/\s+/)
+  return words.filter((word) => word.startsWith('--'))
+}
+
 /**
- * The built service (`node dist/server.js`, as in production: run `npm run build` first) as
+ * The built service (`node dist/server.js` with `npm start`'s flags, as in production: run `npm run build` first) as
  * its own process on a free loopback port, with NODE_ENV=production and the demo secrets set
  * explicitly. Resolves once `/health/ready` answers 200, with the start-up times.
  */
@@ -54,7 +62,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const spawnedAt = performance.now()
   const child = spawnNode({
     script: 'dist/server.js',
-    nodeArgs: options.nodeArgs ?? [],
+    nodeArgs: [...productionNodeFlags(), ...(options.nodeArgs ?? [])],
     env,
     cwd: REPO_ROOT,
     ...(options.logFile ? { logFile: options.logFile } : {}),
