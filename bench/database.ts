@@ -43,21 +43,36 @@ export async function recreateBenchDatabase(databaseUrl: string): Promise<void> 
   }
 }
 
-export const BENCH_ENVELOPES = 200
+export const BENCH_ENVELOPES = 2_000
 export const benchEnvelopeKey = (n: number): string => `bench-envelope-${String(n).padStart(4, '0')}`
 export const BENCH_SIGNERS = ['signer-a@bench.example', 'signer-b@bench.example'] as const
 
 /**
- * Webhook targets: envelopes with two pending signers each, on documents of title t4 (no route
- * measured here lists t4), so that webhook events spread over many envelope rows as they would in
- * production instead of queueing on one row lock.
+ * Webhook targets: envelopes with two pending signers each, each on the one document of a title of
+ * its own (draft titles of the Delta seller, which no measured route lists), so that webhook events
+ * spread over many envelope rows as they would in production instead of queueing on one row lock,
+ * and the table statistics look like production's (many titles with a few documents each), not
+ * like one title with hundreds of documents, which led the planner to scan whole tables.
  */
 async function addBenchEnvelopes(db: Kysely<Database>): Promise<void> {
   const numbers = Array.from({ length: BENCH_ENVELOPES }, (_, n) => n)
+  const titles = await db
+    .insertInto('titles')
+    .values(numbers.map((n) => ({
+      seller_company_role_id: DEMO.roles.deltaSeller,
+      payer_customer_id: DEMO.customers.deltaCompany,
+      number: `BENCH-${n}`,
+      face_value: '1000.00',
+      issue_date: '2026-01-01',
+      due_date: '2026-12-31',
+      status: 'draft' as const,
+    })))
+    .returning('id')
+    .execute()
   const documents = await db
     .insertInto('title_documents')
     .values(numbers.map((n) => ({
-      title_id: DEMO.titles.t4,
+      title_id: titles[n]!.id,
       kind: 'assignment_contract' as const,
       filename: `bench-${n}.pdf`,
       content_type: 'application/pdf',
