@@ -162,12 +162,14 @@ describe('shutdown', () => {
     const received: Buffer[] = []
     socket.on('data', (chunk: Buffer) => received.push(chunk))
     const socketClosed = new Promise((resolve) => socket.on('close', resolve))
+    // The HTTP server has parsed the request and handed it to Fastify: the login is being served.
+    const requestReceived = new Promise((resolve) => app.server.once('request', resolve))
     const login = JSON.stringify({ email: 'alice@acme.example', password: DEMO_PASSWORD })
     socket.write(
       `POST /api/auth/v1/token HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n` +
         `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(login)}\r\n\r\n${login}`,
     )
-    await new Promise((resolve) => setTimeout(resolve, 10)) // the login is being served
+    await requestReceived
     const started = Date.now()
     await app.close()
     await socketClosed
