@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { userCompaniesRouteSchema } from '../../schemas/company.js'
-import { admitUser } from '../plugins/tenancy.js'
+import { admitUser } from '../plugins/authentication.js'
 import { principalKey } from '../tenancy/principal.js'
 import { findPrincipalCompanies } from './user-companies.js'
 import documentsRoutes from './documents-routes.js'

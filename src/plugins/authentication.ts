@@ -7,7 +7,7 @@ import { TokenSigner, type TokenClaims } from '../auth/tokens.js'
 import type { Config } from '../config.js'
 import { UUID_FORMAT } from '../lib/formats.js'
 import { problem } from '../lib/problem.js'
-import { findActiveUserForToken, findUserWithMembership } from '../tenancy/principal.js'
+import { findActiveUserForToken, findUserWithMembership, principalKey } from '../tenancy/principal.js'
 import { jwkThumbprint } from './jwks.js'
 
 export interface AuthContext {
@@ -22,7 +22,7 @@ declare module 'fastify' {
     /**
      * The handler's own statement checks that the token's user is active (and their membership),
      * so that a read costs one round trip: the JWT hook only verifies the token, and the handler
-     * must call `admitUser` or `admitMember` (src/plugins/tenancy.ts) before answering.
+     * must call `admitUser` (below) or `admitMember` (src/plugins/tenancy.ts) before answering.
      */
     principalInStatement?: boolean
   }
@@ -80,6 +80,16 @@ function bearerToken(request: FastifyRequest): string | undefined {
   return token
 }
 
+/**
+ * The token's user as a query found them (by the JWT hook, or by a `principalInStatement` route's
+ * own statement): undefined when not active or the token's family is revoked, which is a 401.
+ */
+export function admitUser(request: FastifyRequest, user: AuthenticatedUser | undefined): AuthenticatedUser {
+  if (!user) throw tokenNotValid()
+  request.auth = { user, claims: request.tokenClaims }
+  return user
+}
+
 async function assertPrincipalAdmitted(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
   if (request.auth === null && reply.statusCode < 400) {
     throw new Error('a principalInStatement route answered without admitting the principal')
@@ -106,18 +116,15 @@ export default fp(
       if (!claims) throw tokenNotValid()
       request.tokenClaims = claims
       if (request.routeOptions.config.principalInStatement) return
-      const key = { userId: claims.user_id, familyId: claims.fid }
+      const key = principalKey(request)
       const companyRoleId = companyRoleToPrefetch(request)
       if (companyRoleId === undefined) {
-        const user = await findActiveUserForToken(app.db, key)
-        if (!user) throw tokenNotValid()
-        request.auth = { user, claims }
+        admitUser(request, await findActiveUserForToken(app.db, key))
         return
       }
       const principal = await findUserWithMembership(app.db, { ...key, companyRoleId })
-      if (!principal) throw tokenNotValid()
-      request.auth = { user: principal.user, claims }
-      request.prefetchedMembership = { companyRoleId, membership: principal.membership }
+      admitUser(request, principal?.user)
+      request.prefetchedMembership = { companyRoleId, membership: principal?.membership }
     })
 
     // A safety net on `principalInStatement` routes: a success that nobody admitted is a bug, and

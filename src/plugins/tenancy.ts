@@ -1,10 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { AuthenticatedUser } from '../auth/repository.js'
-import { tokenNotValid } from '../auth/sessions.js'
 import { authorise, type CompanyRoleContext, type RoleRequirement } from '../tenancy/membership.js'
 import { PresenceTracker } from '../tenancy/presence.js'
 import type { PrincipalWithMembership } from '../tenancy/principal.js'
+import { admitUser } from './authentication.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -41,33 +40,31 @@ export default fp(
       // the id it used is the well-formed one in the path.
       const prefetched = request.prefetchedMembership
       if (prefetched?.companyRoleId !== companyRoleId) throw new Error('membership was not prefetched for this company role')
-      request.companyRole = authorise(prefetched.membership, requirement)
-      await app.presence.markSeen(companyRoleId)
+      await admitMembership(request, prefetched.membership, requirement)
     })
   },
   { name: 'tenancy', dependencies: ['database', 'authentication'] },
 )
 
-/**
- * For `principalInStatement` routes (src/plugins/authentication.ts): the token's user as the
- * handler's statement found them, undefined when not active or the token's family is revoked (401).
- */
-export function admitUser(request: FastifyRequest, user: AuthenticatedUser | undefined): AuthenticatedUser {
-  if (!user) throw tokenNotValid()
-  request.auth = { user, claims: request.tokenClaims }
-  return user
+/** 404 / 403 by src/tenancy/membership.ts; a request that passes marks its company role seen, which feeds chat presence. */
+async function admitMembership(
+  request: FastifyRequest,
+  membership: CompanyRoleContext | undefined,
+  requirement: RoleRequirement,
+): Promise<CompanyRoleContext> {
+  request.companyRole = authorise(membership, requirement)
+  await request.server.presence.markSeen(request.companyRole.companyRoleId)
+  return request.companyRole
 }
 
 /**
  * For `principalInStatement` routes with a `companyRole` config: the same checks, in the same
- * order, as the `preHandler` above (401, then 404 / 403 by src/tenancy/membership.ts), on the
- * principal and membership that the handler's statement read.
+ * order, as the JWT hook and the `preHandler` above (401, then 404 / 403), on the principal and
+ * membership that the handler's statement read.
  */
 export async function admitMember(request: FastifyRequest, principal: PrincipalWithMembership | undefined): Promise<CompanyRoleContext> {
   const requirement = request.routeOptions.config.companyRole
   if (!requirement) throw new Error('admitMember on a route without a companyRole config')
   admitUser(request, principal?.user)
-  request.companyRole = authorise(principal?.membership, requirement)
-  await request.server.presence.markSeen(request.companyRole.companyRoleId)
-  return request.companyRole
+  return admitMembership(request, principal?.membership, requirement)
 }
