@@ -109,7 +109,7 @@ export async function findScopedSellerKyc(
   sellerRoleId: string,
 ): Promise<{ principal: PrincipalWithMembership | undefined; kyc: SellerKyc | undefined }> {
   const row = await scopedSellerKycStatement.first(db, { ...key, sellerRoleId })
-  return { principal: row && principalOf(row), kyc: toSellerKyc(row as SellerKycRow | undefined) }
+  return { principal: row && principalOf(row), kyc: toSellerKyc(row) }
 }
 
 export interface NewSolicitation {

@@ -144,6 +144,6 @@ export interface ScopedTitleDocuments {
 export async function findScopedTitleDocuments(db: Db, key: ScopedPrincipal, titleId: string): Promise<ScopedTitleDocuments> {
   const row = await titleDocumentsStatement.first(db, { ...key, titleId })
   if (!row) return { principal: undefined, documents: undefined }
-  const visible = row.visible_title_id !== null && row.documents !== null
-  return { principal: principalOf(row), documents: visible ? (row.documents as TitleDocument[]) : undefined }
+  const { visible_title_id: visibleTitleId, documents } = row
+  return { principal: principalOf(row), documents: visibleTitleId !== null && documents !== null ? documents : undefined }
 }
