@@ -22,10 +22,7 @@ async function trimEmail(request: FastifyRequest): Promise<void> {
 const authRoutes: FastifyPluginAsyncTypebox<AuthPluginOptions> = async (app, { config, throttle }) => {
   const logIn = async (request: FastifyRequest, email: string, password: string) => {
     const user = await authenticate(app.db, throttle, request.ip, email, password)
-    const tokens = await startSession(app.db, app.tokens, user.id, {
-      ttlSeconds: config.refreshTokenTtl,
-      absoluteTtlSeconds: config.refreshAbsoluteTtl,
-    })
+    const tokens = await startSession(app.db, app.tokens, user.id, config.refreshAbsoluteTtl)
     return { user, tokens }
   }
 
@@ -41,7 +38,7 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthPluginOptions> = async (app, { c
   })
 
   app.post('/token/refresh', { schema: refreshRouteSchema, config: { public: true } }, async (request) => {
-    const tokens = await rotateRefreshToken(app.db, app.tokens, request.body.refresh, config.refreshTokenTtl)
+    const tokens = await rotateRefreshToken(app.db, app.tokens, request.body.refresh)
     return { access: tokens.access, refresh: tokens.refresh }
   })
 }

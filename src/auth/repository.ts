@@ -53,7 +53,8 @@ export interface NewSession {
   familyId: string
   jti: string
   absoluteTtlSeconds: number
-  ttlSeconds: number
+  /** The token's own expiry (TokenSigner.refreshTerm); the family's end caps it. */
+  expiresAt: Date
 }
 
 /**
@@ -80,7 +81,7 @@ const createSessionStatement = new Precompiled((db, p: NewSession) =>
         .select([
           eb.val(p.jti).as('jti'),
           'family.id',
-          sql<Date>`least(now() + make_interval(secs => ${p.ttlSeconds}), family.absolute_expires_at)`.as('expires_at'),
+          sql<Date>`least(${p.expiresAt}::timestamptz, family.absolute_expires_at)`.as('expires_at'),
         ]),
     )
     .returning('expires_at'),
@@ -98,17 +99,18 @@ export interface Rotation {
   userId: string
   /** The successor's jti, made by the caller so that it can sign the token once it is stored. */
   nextJti: string
-  ttlSeconds: number
+  /** The successor's own expiry (TokenSigner.refreshTerm); the family's end caps it. */
+  expiresAt: Date
 }
 
 /**
  * A refresh-token rotation in one atomic statement: spends the presented token if it is unspent
  * and its family is live (not revoked, not past its absolute expiry, its user active), and stores
- * the successor, expiring at the earlier of the TTL and the family's end. Of two requests
+ * the successor, expiring at the earlier of its own expiry and the family's end. Of two requests
  * presenting the same token, the second waits on the first's row lock and then finds it spent.
  * Returns the successor's expiry, or undefined when nothing was spent.
  */
-const rotationStatement = new Precompiled((db, { jti, familyId, userId, nextJti, ttlSeconds }: Rotation) =>
+const rotationStatement = new Precompiled((db, { jti, familyId, userId, nextJti, expiresAt }: Rotation) =>
   db
     .with('spent', (qb) =>
       qb
@@ -140,7 +142,7 @@ const rotationStatement = new Precompiled((db, { jti, familyId, userId, nextJti,
         .select([
           eb.val(nextJti).as('jti'),
           'spent.family_id',
-          sql<Date>`least(now() + make_interval(secs => ${ttlSeconds}), token_families.absolute_expires_at)`.as('expires_at'),
+          sql<Date>`least(${expiresAt}::timestamptz, token_families.absolute_expires_at)`.as('expires_at'),
         ]),
     )
     .returning('expires_at'),

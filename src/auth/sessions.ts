@@ -1,7 +1,7 @@
+import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../db/types.js'
 import { problem } from '../lib/problem.js'
-import { randomUUID } from 'node:crypto'
 import { createSession, revokeFamilyOnReuse, spendAndReplaceRefreshToken } from './repository.js'
 import { newJti, type TokenSigner } from './tokens.js'
 
@@ -13,21 +13,15 @@ export interface TokenPair {
 export const tokenNotValid = () =>
   problem(401, 'token_not_valid', 'Token is invalid or expired')
 
-export interface SessionLifetimes {
-  /** A refresh token's own lifetime. */
-  ttlSeconds: number
-  /** How long the family may be refreshed from its login. */
-  absoluteTtlSeconds: number
-}
-
 /** A login: a new token family with its first refresh token (one statement), and an access token. */
-export async function startSession(db: Db, signer: TokenSigner, userId: string, lifetimes: SessionLifetimes): Promise<TokenPair> {
+export async function startSession(db: Db, signer: TokenSigner, userId: string, absoluteTtlSeconds: number): Promise<TokenPair> {
   const familyId = randomUUID()
   const jti = newJti()
-  const expiresAt = await createSession(db, { userId, familyId, jti, ...lifetimes })
+  const { issuedAt, expiresAt } = signer.refreshTerm()
+  const storedExpiry = await createSession(db, { userId, familyId, jti, absoluteTtlSeconds, expiresAt })
   return {
     access: signer.signAccess(userId, familyId).token,
-    refresh: signer.signRefreshStored(jti, userId, familyId, expiresAt).token,
+    refresh: signer.signRefreshStored(jti, userId, familyId, { issuedAt, expiresAt: storedExpiry }).token,
   }
 }
 
@@ -40,12 +34,12 @@ export async function rotateRefreshToken(
   db: Kysely<Database>,
   signer: TokenSigner,
   refreshToken: string,
-  ttlSeconds: number,
 ): Promise<TokenPair> {
   const claims = signer.verify(refreshToken, 'refresh')
   if (!claims) throw tokenNotValid()
   const nextJti = newJti()
-  const rotation = { jti: claims.jti, familyId: claims.fid, userId: claims.user_id, nextJti, ttlSeconds }
+  const { issuedAt, expiresAt: wantedExpiry } = signer.refreshTerm()
+  const rotation = { jti: claims.jti, familyId: claims.fid, userId: claims.user_id, nextJti, expiresAt: wantedExpiry }
   const expiresAt = await spendAndReplaceRefreshToken(db, rotation)
   if (!expiresAt) {
     await revokeFamilyOnReuse(db, claims.jti, claims.fid)
@@ -53,6 +47,6 @@ export async function rotateRefreshToken(
   }
   return {
     access: signer.signAccess(claims.user_id, claims.fid).token,
-    refresh: signer.signRefreshStored(nextJti, claims.user_id, claims.fid, expiresAt).token,
+    refresh: signer.signRefreshStored(nextJti, claims.user_id, claims.fid, { issuedAt, expiresAt }).token,
   }
 }

@@ -19,6 +19,16 @@ export interface TokenClaims {
   aud?: string
 }
 
+/**
+ * A refresh token's issue time and the expiry to store for it (the database keeps the earlier of
+ * this and its family's end), taken from one reading of the clock so that `exp - iat` is the
+ * refresh lifetime exactly.
+ */
+export interface RefreshTerm {
+  issuedAt: number
+  expiresAt: Date
+}
+
 export interface SignedToken {
   token: string
   jti: string
@@ -43,18 +53,25 @@ export class TokenSigner {
   ) {}
 
   signAccess(userId: string, familyId: string): SignedToken {
-    return this.sign('access', userId, familyId, nowSeconds() + this.config.accessTokenTtl)
+    const issuedAt = nowSeconds()
+    return this.sign('access', userId, familyId, issuedAt, issuedAt + this.config.accessTokenTtl)
   }
 
   /** A refresh token never outlives its family's absolute expiry. */
   signRefresh(userId: string, familyId: string, familyExpiresAt: Date): SignedToken {
-    const familyLimit = Math.floor(familyExpiresAt.getTime() / 1000)
-    return this.sign('refresh', userId, familyId, Math.min(nowSeconds() + this.config.refreshTokenTtl, familyLimit))
+    const { issuedAt, expiresAt } = this.refreshTerm()
+    return this.sign('refresh', userId, familyId, issuedAt, Math.floor(Math.min(expiresAt.getTime(), familyExpiresAt.getTime()) / 1000))
   }
 
-  /** A refresh token already stored under `jti` (by a rotation), expiring when its row does. */
-  signRefreshStored(jti: string, userId: string, familyId: string, expiresAt: Date): SignedToken {
-    return this.sign('refresh', userId, familyId, Math.floor(expiresAt.getTime() / 1000), jti)
+  /** The term of a refresh token issued now, for a statement that stores it before it is signed. */
+  refreshTerm(): RefreshTerm {
+    const issuedAt = nowSeconds()
+    return { issuedAt, expiresAt: new Date((issuedAt + this.config.refreshTokenTtl) * 1000) }
+  }
+
+  /** A refresh token stored under `jti` with a `refreshTerm()`, expiring when its row does. */
+  signRefreshStored(jti: string, userId: string, familyId: string, term: RefreshTerm): SignedToken {
+    return this.sign('refresh', userId, familyId, term.issuedAt, Math.floor(term.expiresAt.getTime() / 1000), jti)
   }
 
   /** The claims of a token of the expected type, or undefined when it is not valid for that use. */
@@ -76,12 +93,12 @@ export class TokenSigner {
     return wellFormed ? (claims as TokenClaims) : undefined
   }
 
-  private sign(type: TokenType, userId: string, familyId: string, exp: number, jti = newJti()): SignedToken {
+  private sign(type: TokenType, userId: string, familyId: string, iat: number, exp: number, jti = newJti()): SignedToken {
     const { issuer, audience } = this.config.jwt
     const claims: TokenClaims = {
       token_type: type,
       exp,
-      iat: nowSeconds(),
+      iat,
       jti,
       user_id: userId,
       fid: familyId,

@@ -49,7 +49,7 @@ export interface Confirmation {
 export async function confirmMigratedAccount(
   db: Kysely<Database>,
   signer: TokenSigner,
-  config: LinkSettings & Pick<Config, 'refreshTokenTtl' | 'refreshAbsoluteTtl'>,
+  config: LinkSettings & Pick<Config, 'refreshAbsoluteTtl'>,
   link: { uidb64: string; token: string },
   newPassword: string | undefined,
 ): Promise<Confirmation> {
@@ -61,10 +61,7 @@ export async function confirmMigratedAccount(
     if (!linkIsValid(pending, link.token, config)) throw invalidLink()
     const user = await markConfirmed(trx, pending.id, newPasswordHash)
     if (!user) throw invalidLink()
-    const tokens = await startSession(trx, signer, user.id, {
-      ttlSeconds: config.refreshTokenTtl,
-      absoluteTtlSeconds: config.refreshAbsoluteTtl,
-    })
+    const tokens = await startSession(trx, signer, user.id, config.refreshAbsoluteTtl)
     return { user, tokens }
   })
 }

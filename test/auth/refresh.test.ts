@@ -20,6 +20,7 @@ describe('POST /api/auth/v1/token/refresh', () => {
     const [oldClaims, newClaims] = [decodeClaims(first.refresh), decodeClaims(body.refresh)]
     expect(newClaims.fid).toBe(oldClaims.fid)
     expect(newClaims.jti).not.toBe(oldClaims.jti)
+    expect(Number(newClaims.exp) - Number(newClaims.iat)).toBe(86_400) // REFRESH_TOKEN_TTL, exactly
     expect(decodeClaims(body.access)).toMatchObject({ token_type: 'access', user_id: DEMO.users.alice, fid: oldClaims.fid })
     expect((await companies(body.access)).statusCode).toBe(200)
     expect((await refresh(body.refresh)).statusCode).toBe(200)
