@@ -3,8 +3,9 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { afterEach, beforeEach } from 'vitest'
 import { databaseUrl } from './database-url.js'
-import { workerSchema } from './database.js'
+import { resetDatabase, testDatabase, workerSchema } from './database.js'
 
 export interface ServerProcess {
   child: ChildProcess
@@ -80,6 +81,30 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
       await exited
       if (dataDir) await rm(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+/**
+ * The frame of a test file that starts real service processes: the worker's database migrated and
+ * reset before each test, and every process started through `start` stopped (its embedded
+ * database removed) after it.
+ */
+export function useServerProcesses(): { start(env?: Record<string, string>): Promise<ServerProcess> } {
+  let started: ServerProcess[] = []
+  beforeEach(async () => {
+    await testDatabase()
+    await resetDatabase()
+  })
+  afterEach(async () => {
+    await Promise.all(started.map((server) => server.cleanup()))
+    started = []
+  })
+  return {
+    async start(env = {}) {
+      const server = await startServerProcess(env)
+      started.push(server)
+      return server
     },
   }
 }

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { resetDatabase, testDatabase } from '../helpers/database.js'
 import { startInstance, type Instance } from '../helpers/instances.js'
-import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
+import { useServerProcesses, type ServerProcess } from '../helpers/server-process.js'
 import { bearer, DEMO_PASSWORD, obtainTokens, problemOf } from '../helpers/app.js'
 
 describe('two instances of the service on one database', () => {
@@ -43,16 +43,12 @@ describe('two instances of the service on one database', () => {
 
 describe('two service processes sharing the login-failure counters through Redis', () => {
   const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+  const processes = useServerProcesses()
   let servers: ServerProcess[] = []
 
   beforeEach(async () => {
-    await testDatabase()
-    await resetDatabase()
     const env = { REDIS_URL: redisUrl, LOGIN_FAILURES_PER_CLIENT: '3', LOGIN_FAILURE_WINDOW: '60', LOG_LEVEL: 'warn' }
-    servers = await Promise.all([startServerProcess(env), startServerProcess(env)])
-  })
-  afterEach(async () => {
-    await Promise.all(servers.map((server) => server.cleanup()))
+    servers = await Promise.all([processes.start(env), processes.start(env)])
   })
 
   it('blocks on one process what failed on the other, with Retry-After', async () => {

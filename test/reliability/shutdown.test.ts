@@ -1,24 +1,15 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { resetDatabase, testDatabase } from '../helpers/database.js'
-import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
+import { describe, expect, it } from 'vitest'
+import { useServerProcesses } from '../helpers/server-process.js'
 import { DEMO_PASSWORD } from '../helpers/app.js'
 
 describe('SIGTERM under load', () => {
-  let server: ServerProcess | undefined
-
-  beforeEach(async () => {
-    await testDatabase()
-    await resetDatabase()
-  })
-  afterEach(async () => {
-    await server?.cleanup()
-  })
+  const processes = useServerProcesses()
 
   it('finishes every request in flight, then exits 0', async () => {
     // debug: the service logs each request as it arrives, which tells when all are in flight.
-    server = await startServerProcess({ LOG_LEVEL: 'debug' })
+    const server = await processes.start({ LOG_LEVEL: 'debug' })
     const login = (email: string) =>
-      fetch(`${server?.baseUrl}/api/auth/v1/token`, {
+      fetch(`${server.baseUrl}/api/auth/v1/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', connection: 'close' },
         body: JSON.stringify({ email, password: DEMO_PASSWORD }),
@@ -28,7 +19,7 @@ describe('SIGTERM under load', () => {
     const inFlight = Array.from({ length: 24 }, (_, index) => login(emails[index % emails.length] ?? ''))
     // SIGTERM once the service has received all of them (a connection still in the kernel's
     // backlog is not yet in flight).
-    const received = () => server?.output.filter((line) => line.includes('incoming request') && line.includes('/api/auth/v1/token')).length ?? 0
+    const received = () => server.output.filter((line) => line.includes('incoming request') && line.includes('/api/auth/v1/token')).length ?? 0
     for (let waited = 0; received() < 24 && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20))
     expect(received()).toBe(24)
     const completedBeforeSignal = server.output.filter((line) => line.includes('request completed')).length

@@ -1,7 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { resetDatabase, testDatabase } from '../helpers/database.js'
-import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
+import { describe, expect, it } from 'vitest'
+import { useServerProcesses } from '../helpers/server-process.js'
 
 /** The nice value of each thread of a process, by thread id (Linux: field 19 of /proc/<pid>/task/<tid>/stat). */
 function threadNiceness(pid: number): Map<number, number> {
@@ -23,18 +22,10 @@ async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<bo
 }
 
 describe.runIf(process.platform === 'linux')('helper thread priority (HELPER_THREAD_NICENESS)', () => {
-  let server: ServerProcess | undefined
-
-  beforeEach(async () => {
-    await testDatabase()
-    await resetDatabase()
-  })
-  afterEach(async () => {
-    await server?.cleanup()
-  })
+  const processes = useServerProcesses()
 
   it('lowers every thread but the event loop\'s once the service listens', async () => {
-    server = await startServerProcess({ HELPER_THREAD_NICENESS: '7' })
+    const server = await processes.start({ HELPER_THREAD_NICENESS: '7' })
     const pid = server.child.pid ?? 0
     const helpersLowered = () => [...threadNiceness(pid)].every(([thread, nice]) => (thread === pid ? nice === 0 : nice === 7))
     expect(await waitFor(helpersLowered)).toBe(true)
@@ -42,7 +33,7 @@ describe.runIf(process.platform === 'linux')('helper thread priority (HELPER_THR
   })
 
   it('leaves them alone with 0', async () => {
-    server = await startServerProcess({ HELPER_THREAD_NICENESS: '0' })
+    const server = await processes.start({ HELPER_THREAD_NICENESS: '0' })
     const pid = server.child.pid ?? 0
     await new Promise((resolve) => setTimeout(resolve, 500))
     expect([...threadNiceness(pid).values()].every((nice) => nice === 0)).toBe(true)

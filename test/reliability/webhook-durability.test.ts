@@ -1,23 +1,16 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { createEmbeddedDatabase } from '../../src/db/database.js'
-import { resetDatabase, testDatabase } from '../helpers/database.js'
 import { startInstance, type Instance } from '../helpers/instances.js'
-import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
+import { useServerProcesses } from '../helpers/server-process.js'
 import { notification, postWebhook, storedDeliveries, DEMO_SECRET } from '../webhooks/helpers.js'
 
 describe('webhook deliveries across instances and process deaths', () => {
+  const processes = useServerProcesses()
   let instances: Instance[] = []
-  let server: ServerProcess | undefined
 
-  beforeEach(async () => {
-    await testDatabase()
-    await resetDatabase()
-  })
   afterEach(async () => {
     await Promise.all(instances.map((instance) => instance.close()))
     instances = []
-    await server?.cleanup()
-    server = undefined
   })
 
   it('stores and applies a delivery posted to two instances at once exactly once', async () => {
@@ -34,7 +27,7 @@ describe('webhook deliveries across instances and process deaths', () => {
   })
 
   it('keeps a delivery acknowledged with 201 even when the process is killed right after', async () => {
-    server = await startServerProcess({ LOG_LEVEL: 'warn' })
+    const server = await processes.start({ LOG_LEVEL: 'warn' })
     const body = JSON.stringify(notification('sign', '2026-11-20T11:00:00Z', { signer: 'alice@acme.example' }))
     const response = await fetch(`${server.baseUrl}/webhook/esign/${DEMO_SECRET}/`, {
       method: 'POST',
