@@ -6,6 +6,7 @@ import {
   PostgresQueryCompiler,
   type Compilable,
   type CompiledQuery,
+  type RawBuilder,
 } from 'kysely'
 import type { Database, Db } from './types.js'
 
@@ -63,3 +64,11 @@ export class Precompiled<Params extends object, Row> {
     return (await this.rows(db, params))[0]
   }
 }
+
+/**
+ * A statement written with Kysely's `sql` tag, for the shapes its builder does not express (rows
+ * from `unnest` of array parameters), as a `Precompiled` build result.
+ */
+export const rawStatement = <Row>(db: Kysely<Database>, statement: RawBuilder<Row>): Compilable<Row> => ({
+  compile: () => statement.compile(db),
+})

@@ -1,155 +1,196 @@
 import { sql } from 'kysely'
-import { Precompiled } from '../db/precompiled.js'
+import { Precompiled, rawStatement } from '../db/precompiled.js'
 import type { Db, EnvelopeStatus, SignerStatus, WebhookDeliveriesTable } from '../db/types.js'
-import type { EnvelopeState, SignerState, Transition } from './esign-events.js'
+import type { EnvelopeChange, EnvelopeState, SignerChange, SignerState } from './esign-events.js'
 
 export type DeliveryOutcome = NonNullable<WebhookDeliveriesTable['outcome']>
 
 export interface NewDelivery {
-  provider: string
   dedupeKey: string
   rawBody: Buffer
   eventName: string
   envelopeKey: string
   occurredAt: Date
+  /** The e-mail of the signer the event is about, for the events that concern one. */
+  signerEmail: string | undefined
 }
+
+export type LockedEnvelope = EnvelopeState & { id: string }
+export type LockedSigner = SignerState & { id: string }
 
 export interface StoredDelivery {
   id: string
+  dedupeKey: string
   /** The delivery's envelope, locked until the transaction ends; undefined when no envelope has its key. */
-  envelope: (EnvelopeState & { id: string }) | undefined
+  envelope: LockedEnvelope | undefined
+  /** The signer it names on that envelope, locked too; undefined when there is none. */
+  signer: LockedSigner | undefined
+}
+
+interface StoreParameters {
+  provider: string
+  dedupeKeys: string[]
+  rawBodies: Buffer[]
+  eventNames: string[]
+  envelopeKeys: string[]
+  occurredAts: string[]
+  signerEmails: (string | null)[]
+}
+
+interface StoredRow {
+  id: string
+  dedupe_key: string
+  envelope_id: string | null
+  envelope_status: EnvelopeStatus | null
+  envelope_last_event_at: Date | null
+  signer_id: string | null
+  signer_status: SignerStatus | null
+  signer_last_event_at: Date | null
 }
 
 /**
- * Stores the delivery and, when it is new, locks its envelope (so that the events of one envelope
- * apply one at a time), in one statement. A body stored before (the (provider, dedupe_key)
- * constraint) returns no row, and locks nothing: a concurrent repeat waits on the insert for the
- * first to commit, then finds it. The lock is taken in the lateral subquery, after the insert.
+ * Stores the deliveries and locks the envelopes, and the signers, that the new ones name: one
+ * statement. A body stored before (the (provider, dedupe_key) constraint) returns no row and locks
+ * nothing: a concurrent repeat waits on the insert for the first to commit, then finds it.
+ *
+ * - Rows go in in dedupe-key order, envelopes are locked in id order after every insert, and a
+ *   signer only once its envelope is locked, so that two batches never wait on each other in a cycle.
+ * - Locking reads return the newest version of each row, even when the lock was granted only after
+ *   another transaction changed it: what an earlier event of the same envelope left.
  */
-const storeAndLockStatement = new Precompiled((db, p: NewDelivery) =>
-  db
-    .with('delivery', (qb) =>
-      qb
-        .insertInto('webhook_deliveries')
-        .values({
-          provider: p.provider,
-          dedupe_key: p.dedupeKey,
-          raw_body: p.rawBody,
-          event_name: p.eventName,
-          envelope_key: p.envelopeKey,
-          occurred_at: p.occurredAt,
-        })
-        .onConflict((conflict) => conflict.columns(['provider', 'dedupe_key']).doNothing())
-        .returning('id'),
-    )
-    .selectFrom('delivery')
-    .leftJoinLateral(
-      (eb) =>
-        eb
-          .selectFrom('signature_envelopes')
-          .select(['signature_envelopes.id', 'signature_envelopes.status', 'signature_envelopes.last_event_at'])
-          .where('signature_envelopes.envelope_key', '=', p.envelopeKey)
-          .forUpdate()
-          .as('envelope'),
-      (join) => join.onTrue(),
-    )
-    .select([
-      'delivery.id',
-      'envelope.id as envelope_id',
-      'envelope.status as envelope_status',
-      'envelope.last_event_at as envelope_last_event_at',
-    ]),
+const storeAndLockStatement = new Precompiled((db, p: StoreParameters) =>
+  rawStatement(
+    db,
+    sql<StoredRow>`
+      WITH input AS (
+        SELECT *
+          FROM unnest(${p.dedupeKeys}::text[], ${p.rawBodies}::bytea[], ${p.eventNames}::text[],
+                      ${p.envelopeKeys}::text[], ${p.occurredAts}::timestamptz[], ${p.signerEmails}::text[])
+               AS d (dedupe_key, raw_body, event_name, envelope_key, occurred_at, signer_email)
+      ),
+      delivery AS (
+        INSERT INTO webhook_deliveries (provider, dedupe_key, raw_body, event_name, envelope_key, occurred_at)
+        SELECT ${p.provider}, dedupe_key, raw_body, event_name, envelope_key, occurred_at FROM input ORDER BY dedupe_key
+        ON CONFLICT (provider, dedupe_key) DO NOTHING
+        RETURNING id, dedupe_key, envelope_key
+      ),
+      envelope AS MATERIALIZED (
+        SELECT id, envelope_key, status, last_event_at
+          FROM signature_envelopes
+         WHERE envelope_key = ANY (ARRAY(SELECT envelope_key FROM delivery))
+         ORDER BY id
+           FOR UPDATE
+      ),
+      signer AS MATERIALIZED (
+        SELECT s.id, s.envelope_id, s.email, s.status, s.last_event_at
+          FROM envelope
+          JOIN signature_signers s ON s.envelope_id = envelope.id
+         WHERE (envelope.envelope_key, s.email) IN (
+                 SELECT input.envelope_key, input.signer_email FROM input JOIN delivery USING (dedupe_key))
+         ORDER BY s.id
+           FOR UPDATE OF s
+      )
+      SELECT delivery.id, delivery.dedupe_key,
+             envelope.id AS envelope_id, envelope.status AS envelope_status, envelope.last_event_at AS envelope_last_event_at,
+             signer.id AS signer_id, signer.status AS signer_status, signer.last_event_at AS signer_last_event_at
+        FROM delivery
+        JOIN input USING (dedupe_key)
+        LEFT JOIN envelope ON envelope.envelope_key = delivery.envelope_key
+        LEFT JOIN signer ON signer.envelope_id = envelope.id AND signer.email = input.signer_email`,
+  ),
 )
 
-/** The stored delivery and its locked envelope; undefined for a repeat of a stored body. */
-export async function storeDeliveryAndLockEnvelope(db: Db, delivery: NewDelivery): Promise<StoredDelivery | undefined> {
-  const row = await storeAndLockStatement.first(db, delivery)
-  if (!row) return undefined
-  const { envelope_id: envelopeId, envelope_status: status, envelope_last_event_at: lastEventAt } = row
-  return { id: row.id, envelope: envelopeId !== null && status !== null ? { id: envelopeId, status, last_event_at: lastEventAt } : undefined }
+/** The new deliveries among these, with what they name, locked; a repeat of a stored body is left out. */
+export async function storeDeliveriesAndLock(db: Db, provider: string, deliveries: NewDelivery[]): Promise<StoredDelivery[]> {
+  const rows = await storeAndLockStatement.rows(db, {
+    provider,
+    dedupeKeys: deliveries.map((delivery) => delivery.dedupeKey),
+    rawBodies: deliveries.map((delivery) => delivery.rawBody),
+    eventNames: deliveries.map((delivery) => delivery.eventName),
+    envelopeKeys: deliveries.map((delivery) => delivery.envelopeKey),
+    occurredAts: deliveries.map((delivery) => delivery.occurredAt.toISOString()),
+    signerEmails: deliveries.map((delivery) => delivery.signerEmail ?? null),
+  })
+  return rows.map((row) => ({
+    id: row.id,
+    dedupeKey: row.dedupe_key,
+    envelope:
+      row.envelope_id !== null && row.envelope_status !== null
+        ? { id: row.envelope_id, status: row.envelope_status, last_event_at: row.envelope_last_event_at }
+        : undefined,
+    signer:
+      row.signer_id !== null && row.signer_status !== null
+        ? { id: row.signer_id, status: row.signer_status, last_event_at: row.signer_last_event_at }
+        : undefined,
+  }))
 }
 
-const signerStatement = new Precompiled((db, p: { envelopeId: string; email: string }) =>
-  db
-    .selectFrom('signature_signers')
-    .select(['id', 'status', 'last_event_at'])
-    .where('envelope_id', '=', p.envelopeId)
-    .where('email', '=', p.email),
-)
-
-/**
- * A signer of an envelope that this transaction has locked, by e-mail. A statement of its own, run
- * after the lock: in READ COMMITTED only a statement that starts after the lock is granted sees the
- * signer as the previous event for this envelope left it.
- */
-export function findSigner(db: Db, envelopeId: string, email: string): Promise<(SignerState & { id: string }) | undefined> {
-  return signerStatement.first(db, { envelopeId, email })
+export interface BatchChanges {
+  outcomes: Map<string, DeliveryOutcome>
+  envelopes: Map<string, EnvelopeChange>
+  signers: Map<string, SignerChange>
 }
 
 interface ApplyParameters {
-  deliveryId: string
-  outcome: DeliveryOutcome
-  /** Null when the envelope does not change (then no row matches and the other envelope values are unused). */
-  envelopeId: string | null
-  envelopeStatus: EnvelopeStatus | null
-  envelopeEventAt: Date | null
-  completedAt: Date | null
-  signerId: string | null
-  signerStatus: SignerStatus | null
-  signerEventAt: Date | null
-  signedAt: Date | null
+  deliveryIds: string[]
+  outcomes: DeliveryOutcome[]
+  envelopeIds: string[]
+  envelopeStatuses: EnvelopeStatus[]
+  envelopeEventAts: string[]
+  completedAts: (string | null)[]
+  signerIds: string[]
+  signerStatuses: SignerStatus[]
+  signerEventAts: string[]
+  signedAts: (string | null)[]
 }
 
 /**
- * A transition and the delivery's outcome in one statement, of a fixed shape so that it can be
- * precompiled: a part that does not apply has a null id and updates no row.
+ * The envelopes' and signers' changes and the deliveries' outcomes, in one statement of a fixed
+ * shape. The `= ANY` conditions repeat the joins' so that the plan, made once for any number of
+ * rows, looks each row up by key instead of scanning the table.
  */
 const applyStatement = new Precompiled((db, p: ApplyParameters) =>
-  db
-    .with('envelope_update', (qb) =>
-      qb
-        .updateTable('signature_envelopes')
-        .set((eb) => ({
-          status: sql<EnvelopeStatus>`${p.envelopeStatus}`,
-          last_event_at: p.envelopeEventAt,
-          completed_at: eb.fn.coalesce(eb.val(p.completedAt), eb.ref('completed_at')),
-          updated_at: sql<Date>`now()`,
-        }))
-        .where('id', '=', p.envelopeId),
-    )
-    .with('signer_update', (qb) =>
-      qb
-        .updateTable('signature_signers')
-        .set((eb) => ({
-          status: sql<SignerStatus>`${p.signerStatus}`,
-          last_event_at: p.signerEventAt,
-          signed_at: eb.fn.coalesce(eb.val(p.signedAt), eb.ref('signed_at')),
-        }))
-        .where('id', '=', p.signerId),
-    )
-    .updateTable('webhook_deliveries')
-    .set({ outcome: p.outcome, processed_at: sql<Date>`now()` })
-    .where('id', '=', p.deliveryId),
+  rawStatement(
+    db,
+    sql<never>`
+      WITH envelope_update AS (
+        UPDATE signature_envelopes e
+           SET status = c.status, last_event_at = c.last_event_at,
+               completed_at = coalesce(c.completed_at, e.completed_at), updated_at = now()
+          FROM unnest(${p.envelopeIds}::uuid[], ${p.envelopeStatuses}::text[], ${p.envelopeEventAts}::timestamptz[],
+                      ${p.completedAts}::timestamptz[]) AS c (id, status, last_event_at, completed_at)
+         WHERE e.id = c.id AND e.id = ANY (${p.envelopeIds}::uuid[])
+      ),
+      signer_update AS (
+        UPDATE signature_signers s
+           SET status = c.status, last_event_at = c.last_event_at, signed_at = coalesce(c.signed_at, s.signed_at)
+          FROM unnest(${p.signerIds}::uuid[], ${p.signerStatuses}::text[], ${p.signerEventAts}::timestamptz[],
+                      ${p.signedAts}::timestamptz[]) AS c (id, status, last_event_at, signed_at)
+         WHERE s.id = c.id AND s.id = ANY (${p.signerIds}::uuid[])
+      )
+      UPDATE webhook_deliveries d
+         SET outcome = o.outcome, processed_at = now()
+        FROM unnest(${p.deliveryIds}::uuid[], ${p.outcomes}::text[]) AS o (id, outcome)
+       WHERE d.id = o.id AND d.id = ANY (${p.deliveryIds}::uuid[])`,
+  ),
 )
 
-/** Writes what an event changes (if anything) to its locked envelope and signer, and the delivery's outcome. */
-export async function applyTransition(
-  db: Db,
-  delivery: { id: string; outcome: DeliveryOutcome },
-  target: { envelopeId: string | undefined; signerId: string | undefined },
-  change: Transition,
-): Promise<void> {
-  const { envelope, signer } = change
+const isoOrNull = (date: Date | undefined): string | null => (date === undefined ? null : date.toISOString())
+
+/** Writes what a batch of events changes in its locked envelopes and signers, and each delivery's outcome. */
+export async function applyChanges(db: Db, changes: BatchChanges): Promise<void> {
+  const envelopes = [...changes.envelopes]
+  const signers = [...changes.signers]
   await applyStatement.rows(db, {
-    deliveryId: delivery.id,
-    outcome: delivery.outcome,
-    envelopeId: envelope && target.envelopeId !== undefined ? target.envelopeId : null,
-    envelopeStatus: envelope?.status ?? null,
-    envelopeEventAt: envelope?.last_event_at ?? null,
-    completedAt: envelope?.completed_at ?? null,
-    signerId: signer && target.signerId !== undefined ? target.signerId : null,
-    signerStatus: signer?.status ?? null,
-    signerEventAt: signer?.last_event_at ?? null,
-    signedAt: signer?.signed_at ?? null,
+    deliveryIds: [...changes.outcomes.keys()],
+    outcomes: [...changes.outcomes.values()],
+    envelopeIds: envelopes.map(([id]) => id),
+    envelopeStatuses: envelopes.map(([, change]) => change.status),
+    envelopeEventAts: envelopes.map(([, change]) => change.last_event_at.toISOString()),
+    completedAts: envelopes.map(([, change]) => isoOrNull(change.completed_at)),
+    signerIds: signers.map(([id]) => id),
+    signerStatuses: signers.map(([, change]) => change.status),
+    signerEventAts: signers.map(([, change]) => change.last_event_at.toISOString()),
+    signedAts: signers.map(([, change]) => isoOrNull(change.signed_at)),
   })
 }

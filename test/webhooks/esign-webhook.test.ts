@@ -215,6 +215,17 @@ describe('POST /webhook/esign/{secret}/', () => {
     expect(await storedDeliveries()).toHaveLength(0)
   })
 
+  it('answers 400 to a NUL character arriving together with good deliveries, which are stored and applied', async () => {
+    const good = [notification('sign', T1, { signer: BOB }), notification('sign', T2, { signer: ALICE })]
+    const bad = notification('sign', T1, { signer: `${BOB}\u0000` })
+    // Posted at once, they share a batch (after the first): the bad one must not fail the others.
+    const [first, poisoned, second] = await Promise.all([good[0], bad, good[1]].map((body) => postWebhook(context.app, body)))
+    expect([first?.statusCode, second?.statusCode]).toEqual([201, 201])
+    problemOf(poisoned!, 400, 'invalid')
+    expect((await storedDeliveries()).map((delivery) => delivery.outcome)).toEqual(['applied', 'applied'])
+    expect((await envelopeState(PENDING_ENVELOPE)).signers.map((signer) => signer.status)).toEqual(['signed', 'signed'])
+  })
+
   it('answers 415 for another media type', async () => {
     const body = JSON.stringify(notification('sign', T1, { signer: BOB }))
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
