@@ -90,6 +90,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const app = Fastify(serverOptions(config, options)).withTypeProvider<TypeBoxTypeProvider>()
   const database = options.database ?? (await openDatabase(config, app.log))
 
+  app.decorateRequest('logResult', null)
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
   })

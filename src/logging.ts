@@ -1,6 +1,13 @@
 import type { DestinationStream, LoggerOptions } from 'pino'
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** What the handler did, for the request's one completion line (see RequestLogController); null when nothing. */
+    logResult: Record<string, unknown> | null
+  }
+}
+
 export type LogDestination = DestinationStream
 
 const MASK = '[REDACTED]'
@@ -101,7 +108,9 @@ export function loggerOptions(level: string, destination?: LogDestination): Logg
 /**
  * One log line per request at `info`, written when it completes, with the request, status and
  * time: Fastify's pair of lines (received, completed) cost about a tenth of the service's CPU per
- * request in the benchmark. The "incoming request" line is still there at `debug`.
+ * request in the benchmark. The "incoming request" line is still there at `debug`. A handler that
+ * has something to tell sets `request.logResult`, which goes on that line as `result`, instead
+ * of writing a line of its own (each line is a write to the log).
  */
 export class RequestLogController extends LogController {
   constructor() {
@@ -113,7 +122,8 @@ export class RequestLogController extends LogController {
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const fields = { req: request, res: reply, responseTime: reply.elapsedTime }
+    const result = request.logResult
+    const fields = { req: request, res: reply, responseTime: reply.elapsedTime, ...(result ? { result } : {}) }
     if (error) reply.log.error({ ...fields, err: error }, 'request errored')
     else reply.log.info(fields, 'request completed')
   }

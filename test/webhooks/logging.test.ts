@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { LogDestination } from '../../src/logging.js'
 import { useTestApp } from '../helpers/app.js'
-import { notification, postWebhook } from './helpers.js'
+import { notification, PENDING_ENVELOPE, postWebhook } from './helpers.js'
 
 const SECRET = 'Log-Test-Secret-7f3a9c'
 const WRONG_SECRET = 'Wrong-Log-Test-Secret-2b8e1d'
@@ -39,6 +39,11 @@ describe('the webhook secret in logs', () => {
     expect(urls).toContain('/webhook/esign/[REDACTED]')
     expect(urls).toContain('/webhook/esign/[REDACTED]/?retry=[REDACTED]')
     expect(urls.filter((url) => url.startsWith('/webhook/'))).toHaveLength(requests.length)
-    expect(lines.some((line) => line.includes('esign delivery received'))).toBe(true)
+    // What a delivery did goes on its request's one line.
+    const outcomes = lines
+      .map((line) => JSON.parse(line) as { msg?: string; result?: Record<string, unknown> })
+      .filter((entry) => entry.msg === 'request completed' && entry.result !== undefined)
+      .map((entry) => entry.result)
+    expect(outcomes).toContainEqual({ event: 'sign', envelope_key: PENDING_ENVELOPE, duplicate: false, outcome: 'applied' })
   })
 })
