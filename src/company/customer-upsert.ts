@@ -29,9 +29,14 @@ export async function saveCustomer(db: Db, companyRoleId: string, id: string, bo
   } catch (error) {
     if (uniqueViolation(error) !== TAX_ID_CONSTRAINT) throw error
     const existingId = await findCustomerIdByTaxId(db, companyRoleId, validation.value.tax_id)
-    throw problem(409, 'duplicate_customer', 'Another customer of this company role has this tax_id.', {
-      extra: { customer_id: existingId ?? null },
-    })
+    // A concurrent save of this same new id won: ON CONFLICT arbitrates on the id only, so the
+    // tax id's constraint fired first. The row is ours now; saving again takes the update path.
+    if (existingId === id) saved = await upsertCustomer(db, companyRoleId, id, validation.value)
+    else {
+      throw problem(409, 'duplicate_customer', 'Another customer of this company role has this tax_id.', {
+        extra: { customer_id: existingId ?? null },
+      })
+    }
   }
   if (!saved) throw await untouchedRowProblem(db, companyRoleId, id)
   return saved
