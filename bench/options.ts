@@ -20,6 +20,8 @@ export interface BenchOptions {
   /** Compare LOG_LEVEL info and warn on route 9. */
   loggingCost: boolean
   startupRuns: number
+  /** Times the groups of routes on PostgreSQL are measured; the targets take the median ratio. */
+  rounds: number
   out: string
   keepLogs: boolean
   /** Free text for RESULTS.md, e.g. what else was running on the machine. */
@@ -39,6 +41,7 @@ const HELP = `npm run bench -- [options]
   --profile r9         run the service with --cpu-prof during that scenario and print the top functions
   --no-logging-cost    skip the info-versus-warn comparison on route 9
   --startup-runs N     start-ups measured per database (default 3)
+  --rounds N           measure the routes on PostgreSQL N times, each with its floors; targets use the median (default 1)
   --out FILE           where the results go (default bench/RESULTS.md)
   --keep-logs          keep the servers' logs (their path is printed)
   --note TEXT          a note for RESULTS.md, e.g. what else ran on the machine (repeatable)`
@@ -59,6 +62,7 @@ export function parseOptions(argv: string[]): BenchOptions {
       profile: { type: 'string' },
       'no-logging-cost': { type: 'boolean', default: false },
       'startup-runs': { type: 'string', default: '3' },
+      rounds: { type: 'string', default: '1' },
       out: { type: 'string', default: 'bench/RESULTS.md' },
       'keep-logs': { type: 'boolean', default: false },
       note: { type: 'string', multiple: true, default: [] },
@@ -89,6 +93,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     profile: values.profile,
     loggingCost: !values['no-logging-cost'],
     startupRuns: number('startup-runs', values['startup-runs'], 1, 20),
+    rounds: number('rounds', values.rounds, 1, 10),
     out: values.out,
     keepLogs: values['keep-logs'],
     notes: values.note,

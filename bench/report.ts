@@ -35,11 +35,13 @@ export interface RouteResult {
   result: LoadResult
   /** The floor runs measured just before and just after this route (indexes into `floor`, or `argon2` for logins). */
   floorRuns: number[]
+  /** Which round of `--rounds` measured it (1 when there is one round). */
+  round?: number
 }
 
 export interface BenchResults {
   machine: MachineInfo
-  settings: { args: string; logLevel: string; poolSize: number; connections: number; duration: number; warmup: number; soak: number; readRate: number }
+  settings: { args: string; logLevel: string; poolSize: number; connections: number; duration: number; warmup: number; soak: number; readRate: number; rounds: number }
   /** Floor (b) runs, in the order measured. */
   argon2: Argon2Floor[]
   /** Floor (a) runs, in the order measured (between the service's groups of routes). */
@@ -66,7 +68,9 @@ const ratio = (value: number): string => value.toFixed(2)
 const mean = (values: number[]): number => values.reduce((sum, value) => sum + value, 0) / Math.max(1, values.length)
 export const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
+  const middle = Math.floor(sorted.length / 2)
+  if (sorted.length % 2 === 1) return sorted[middle] ?? Number.NaN
+  return sorted.length === 0 ? Number.NaN : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2
 }
 
 /** Floor (a) as a route's ratios use it: the mean of the runs just before and after the route. */
@@ -85,37 +89,63 @@ export function argon2FloorFor(results: BenchResults, route: RouteResult): numbe
 const clean = (result: LoadResult): boolean => result.non2xx === 0 && result.errors === 0
 const failures = (result: LoadResult): string => (clean(result) ? '' : ` (${result.non2xx} non-2xx, ${result.errors} errors)`)
 
-/** Every target of issue 6 that this run measured, with PASS/FAIL. A run with failed requests fails. */
+/** The ratios of one route in one round, against the floor runs around it. */
+interface RouteRatios {
+  throughput: number | undefined
+  p99: { ratio: number; ms: number; floorMs: number } | undefined
+  clean: boolean
+  failures: string
+}
+
+function ratiosOf(results: BenchResults, route: RouteResult): RouteRatios {
+  const { scenario, result } = route
+  const base = { clean: clean(result), failures: failures(result) }
+  if (scenario.kind === 'login') {
+    const argon2 = argon2FloorFor(results, route)
+    return { ...base, throughput: argon2 === undefined ? undefined : result.requestsPerSecond / argon2, p99: undefined }
+  }
+  const floor = floorFor(results, route)
+  if (!floor) return { ...base, throughput: undefined, p99: undefined }
+  const p99 = scenario.kind === 'read' ? { ratio: result.p99Ms / floor.p99, ms: result.p99Ms, floorMs: floor.p99 } : undefined
+  return { ...base, throughput: result.requestsPerSecond / floor.rps, p99 }
+}
+
+/** One round's value as it is; several rounds' as their median, with the range. */
+function summarised(values: number[]): { value: number; text: string } {
+  const value = median(values)
+  if (values.length === 1) return { value, text: ratio(value) }
+  return { value, text: `${ratio(value)} (median of ${values.length}: ${ratio(Math.min(...values))}–${ratio(Math.max(...values))})` }
+}
+
+/**
+ * Every target of issue 6 that this run measured, with PASS/FAIL. With several rounds, a route's
+ * ratio is the median of its rounds'. A route with failed requests in any round fails.
+ */
 export function checkTargets(results: BenchResults): TargetCheck[] {
   const checks: TargetCheck[] = []
-  for (const route of results.routes) {
-    const { scenario, result } = route
+  const byScenario = new Map<string, RouteResult[]>()
+  for (const route of results.routes) byScenario.set(route.scenario.id, [...(byScenario.get(route.scenario.id) ?? []), route])
+  for (const rounds of byScenario.values()) {
+    const scenario = rounds[0]!.scenario
     const name = `route ${scenario.route}`
-    if (scenario.kind === 'login') {
-      const argon2 = argon2FloorFor(results, route)
-      if (argon2 === undefined) continue
-      const throughput = result.requestsPerSecond / argon2
-      checks.push({
-        target: `${name} throughput / argon2 floor (b)`,
-        measured: ratio(throughput) + failures(result),
-        required: '≥ 0.90',
-        pass: throughput >= 0.9 && clean(result),
-      })
-      continue
-    }
-    const floor = floorFor(results, route)
-    if (!floor) continue
-    const minimum = scenario.kind === 'read' ? 0.8 : 0.5
-    const throughput = result.requestsPerSecond / floor.rps
+    const ratios = rounds.map((route) => ratiosOf(results, route))
+    const allClean = ratios.every((entry) => entry.clean)
+    const failureText = ratios.map((entry) => entry.failures).join('')
+    const throughputs = ratios.flatMap((entry) => (entry.throughput === undefined ? [] : [entry.throughput]))
+    if (throughputs.length === 0) continue
+    const throughput = summarised(throughputs)
+    const minimum = scenario.kind === 'login' ? 0.9 : scenario.kind === 'read' ? 0.8 : 0.5
     checks.push({
-      target: `${name} throughput / floor (a)`,
-      measured: ratio(throughput) + failures(result),
+      target: scenario.kind === 'login' ? `${name} throughput / argon2 floor (b)` : `${name} throughput / floor (a)`,
+      measured: throughput.text + failureText,
       required: `≥ ${minimum.toFixed(2)}`,
-      pass: throughput >= minimum && clean(result),
+      pass: throughput.value >= minimum && allClean,
     })
-    if (scenario.kind === 'read') {
-      const p99 = result.p99Ms / floor.p99
-      checks.push({ target: `${name} p99 / floor (a) p99`, measured: `${ratio(p99)} (${fixed(result.p99Ms, 1)} / ${fixed(floor.p99, 1)} ms)`, required: '< 2.00', pass: p99 < 2 })
+    const p99s = ratios.flatMap((entry) => (entry.p99 ? [entry.p99] : []))
+    if (p99s.length > 0) {
+      const p99 = summarised(p99s.map((entry) => entry.ratio))
+      const measured = p99s.length === 1 ? `${p99.text} (${fixed(p99s[0]!.ms, 1)} / ${fixed(p99s[0]!.floorMs, 1)} ms)` : p99.text
+      checks.push({ target: `${name} p99 / floor (a) p99`, measured, required: '< 2.00', pass: p99.value < 2 })
     }
   }
   if (results.mixed) {
@@ -191,7 +221,10 @@ function loadRow(route: string, label: string, result: LoadResult): string {
 function routesSection(title: string, routes: RouteResult[]): string[] {
   if (routes.length === 0) return []
   const lines = [`## ${title}`, '', ...header(LOAD_COLUMNS, 2)]
-  for (const { scenario, result } of routes) lines.push(loadRow(scenario.route, scenario.label, result))
+  const severalRounds = routes.some((route) => (route.round ?? 1) > 1)
+  for (const { scenario, result, round } of routes) {
+    lines.push(loadRow(scenario.route, severalRounds ? `${scenario.label}, round ${round ?? 1}` : scenario.label, result))
+  }
   for (const { scenario, result } of routes.filter((route) => !clean(route.result))) {
     lines.push('', `Route ${scenario.route} status codes: ${JSON.stringify(result.statusCodes)}`)
   }
@@ -249,6 +282,9 @@ export function renderMarkdown(results: BenchResults): string {
     `- Commit: ${machine.commit}`,
     `- Machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${fixed(machine.memoryGiB, 1)} GiB memory; Node ${machine.node}; PostgreSQL ${machine.postgres} on the same machine`,
     `- Load generator: autocannon in the runner process (same machine), ${settings.connections} connections, pipelining 1, ${settings.duration} s per route after ${settings.warmup} s of warm-up`,
+    ...(settings.rounds > 1
+      ? [`- Rounds: the routes on PostgreSQL were measured ${settings.rounds} times, each time between runs of their floor; each target takes the median of its rounds' ratios`]
+      : []),
     `- Service: \`${['node', ...productionNodeFlags(), 'dist/server.js'].join(' ')}\` (as \`npm start\`), NODE_ENV=production, LOG_LEVEL=${settings.logLevel} (logs to a file), DATABASE_POOL_SIZE=${settings.poolSize}; the floor server uses the same level and pool size`,
     `- UV_THREADPOOL_SIZE: ${machine.threadpool}`,
     `- Other load on the machine: ${fixed(machine.backgroundBefore)} % CPU before the run, ${machine.backgroundAfter === undefined ? '–' : fixed(machine.backgroundAfter)} % after; load average at start ${machine.loadAverage}`,

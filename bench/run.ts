@@ -86,6 +86,7 @@ class Bench {
         warmup: options.warmup,
         soak: options.soak,
         readRate: MIXED_READ_RATE,
+        rounds: options.rounds,
       },
       argon2: [],
       floor: [],
@@ -186,16 +187,21 @@ class Bench {
       // Discarded: a freshly started floor server measured 20-30 % below its later runs (its code
       // not yet optimised by V8), which made the first group of routes look better than they are.
       if ([...READS, REFRESH, WEBHOOK].some((scenario) => this.selected(scenario.id))) await this.measure(floor, FLOOR, floorLog)
-      for (const group of groups) {
-        const scenarios = group.scenarios.filter((scenario) => this.selected(scenario.id))
-        if (scenarios.length === 0) continue
-        const opening = group.floor === 'a' && freshFloor !== undefined ? freshFloor : await measureFloor(group.floor)
-        const routes: RouteResult[] = []
-        for (const scenario of scenarios) routes.push({ scenario, result: await this.measure(service, scenario, options.logFile), floorRuns: [] })
-        const closing = await measureFloor(group.floor)
-        freshFloor = group.floor === 'a' ? closing : undefined
-        for (const route of routes) route.floorRuns = [opening, closing]
-        this.results.routes.push(...routes)
+      for (let round = 1; round <= this.options.rounds; round += 1) {
+        if (this.options.rounds > 1) say(`round ${round} of ${this.options.rounds}`)
+        for (const group of groups) {
+          const scenarios = group.scenarios.filter((scenario) => this.selected(scenario.id))
+          if (scenarios.length === 0) continue
+          const opening = group.floor === 'a' && freshFloor !== undefined ? freshFloor : await measureFloor(group.floor)
+          const routes: RouteResult[] = []
+          for (const scenario of scenarios) {
+            routes.push({ scenario, result: await this.measure(service, scenario, options.logFile), floorRuns: [], round })
+          }
+          const closing = await measureFloor(group.floor)
+          freshFloor = group.floor === 'a' ? closing : undefined
+          for (const route of routes) route.floorRuns = [opening, closing]
+          this.results.routes.push(...routes)
+        }
       }
       if (this.selected('mixed')) await this.mixed(service)
       if (this.selected('soak') && this.options.soak > 0) await this.soak(service)
