@@ -44,8 +44,8 @@ export async function recreateBenchDatabase(databaseUrl: string): Promise<void> 
   }
 }
 
-export const BENCH_ENVELOPES = 2_000
-export const benchEnvelopeKey = (n: number): string => `bench-envelope-${String(n).padStart(4, '0')}`
+export const BENCH_ENVELOPES = 30_000
+export const benchEnvelopeKey = (n: number): string => `bench-envelope-${String(n).padStart(5, '0')}`
 export const BENCH_SIGNERS = ['signer-a@bench.example', 'signer-b@bench.example'] as const
 
 /**
@@ -53,46 +53,31 @@ export const BENCH_SIGNERS = ['signer-a@bench.example', 'signer-b@bench.example'
  * its own (draft titles of the Delta seller, which no measured route lists), so that webhook events
  * spread over many envelope rows as they would in production instead of queueing on one row lock,
  * and the table statistics look like production's (many titles with a few documents each), not
- * like one title with hundreds of documents, which led the planner to scan whole tables.
+ * like one title with hundreds of documents, which led the planner to scan whole tables. Enough of
+ * them that every signature event of a run (several rounds included) finds its signer still
+ * pending and changes it, as a provider's events do, instead of being ignored as a repeat.
+ * Written with generate_series: one statement per table.
  */
 async function addBenchEnvelopes(db: Kysely<Database>): Promise<void> {
-  const numbers = Array.from({ length: BENCH_ENVELOPES }, (_, n) => n)
-  const titles = await db
-    .insertInto('titles')
-    .values(numbers.map((n) => ({
-      seller_company_role_id: DEMO.roles.deltaSeller,
-      payer_customer_id: DEMO.customers.deltaCompany,
-      number: `BENCH-${n}`,
-      face_value: '1000.00',
-      issue_date: '2026-01-01',
-      due_date: '2026-12-31',
-      status: 'draft' as const,
-    })))
-    .returning('id')
-    .execute()
-  const documents = await db
-    .insertInto('title_documents')
-    .values(numbers.map((n) => ({
-      title_id: titles[n]!.id,
-      kind: 'assignment_contract' as const,
-      filename: `bench-${n}.pdf`,
-      content_type: 'application/pdf',
-      size_bytes: 1000 + n,
-      sha256: n.toString(16).padStart(64, '0'),
-    })))
-    .returning('id')
-    .execute()
-  const envelopes = await db
-    .insertInto('signature_envelopes')
-    .values(documents.map((document, n) => ({ envelope_key: benchEnvelopeKey(n), title_document_id: document.id })))
-    .returning('id')
-    .execute()
-  await db
-    .insertInto('signature_signers')
-    .values(envelopes.flatMap((envelope) =>
-      BENCH_SIGNERS.map((email, position) => ({ envelope_id: envelope.id, position: position + 1, name: 'Bench Signer', email })),
-    ))
-    .execute()
+  await sql`
+    INSERT INTO titles (id, seller_company_role_id, payer_customer_id, number, face_value, issue_date, due_date, status)
+    SELECT md5('bench-title ' || n)::uuid, ${DEMO.roles.deltaSeller}::uuid, ${DEMO.customers.deltaCompany}::uuid,
+           'BENCH-' || n, 1000.00, '2026-01-01', '2026-12-31', 'draft'
+      FROM generate_series(0, ${BENCH_ENVELOPES - 1}::int) AS n`.execute(db)
+  await sql`
+    INSERT INTO title_documents (id, title_id, kind, filename, content_type, size_bytes, sha256)
+    SELECT md5('bench-document ' || n)::uuid, md5('bench-title ' || n)::uuid, 'assignment_contract',
+           'bench-' || n || '.pdf', 'application/pdf', 1000 + n, lpad(to_hex(n), 64, '0')
+      FROM generate_series(0, ${BENCH_ENVELOPES - 1}::int) AS n`.execute(db)
+  await sql`
+    INSERT INTO signature_envelopes (id, envelope_key, title_document_id)
+    SELECT md5('bench-envelope ' || n)::uuid, 'bench-envelope-' || lpad(n::text, 5, '0'), md5('bench-document ' || n)::uuid
+      FROM generate_series(0, ${BENCH_ENVELOPES - 1}::int) AS n`.execute(db)
+  await sql`
+    INSERT INTO signature_signers (envelope_id, position, name, email)
+    SELECT md5('bench-envelope ' || n)::uuid, signer.position, 'Bench Signer', signer.email
+      FROM generate_series(0, ${BENCH_ENVELOPES - 1}::int) AS n
+     CROSS JOIN unnest(${[...BENCH_SIGNERS]}::text[]) WITH ORDINALITY AS signer (email, position)`.execute(db)
 }
 
 const HISTORICAL_DELIVERIES = 20_000

@@ -146,12 +146,17 @@ export const REFRESH: Scenario = {
   },
 }
 
+/**
+ * The seq-th new webhook body: a signature on envelope seq mod BENCH_ENVELOPES, by its first signer
+ * on the first pass over the envelopes and its second on the next, so that each event finds its
+ * signer pending and changes it (the bench database has enough envelopes for a whole run).
+ */
 const webhookBody = (seq: number): string =>
   JSON.stringify({
     event: {
       name: 'sign',
       occurred_at: new Date(Date.UTC(2026, 0, 1) + seq).toISOString(),
-      data: { signer: { email: BENCH_SIGNERS[seq % BENCH_SIGNERS.length] }, sequence: seq },
+      data: { signer: { email: BENCH_SIGNERS[Math.floor(seq / BENCH_ENVELOPES) % BENCH_SIGNERS.length] }, sequence: seq },
     },
     document: { key: benchEnvelopeKey(seq % BENCH_ENVELOPES), status: 'running' },
   })
@@ -159,6 +164,8 @@ const webhookBody = (seq: number): string =>
 /** One delivery in four repeats an earlier body exactly (`duplicate: true`); the rest are new events. */
 const DUPLICATE_EVERY = 4
 const REPEATED_BODIES = 50
+/** The next new body's number; kept across measurements (warm-up, rounds), so that no new body repeats an earlier one. */
+let nextWebhookSeq = REPEATED_BODIES
 
 export const WEBHOOK: Scenario = {
   id: 'r12',
@@ -169,7 +176,6 @@ export const WEBHOOK: Scenario = {
     const path = '/webhook/esign/demo-esign-secret/'
     const repeated = Array.from({ length: REPEATED_BODIES }, (_, n) => webhookBody(n))
     for (const body of repeated) await assertAnswers(baseUrl, { path, method: 'POST', headers: json, body })
-    let seq = REPEATED_BODIES
     return () => ({
       path,
       requests: [
@@ -178,7 +184,8 @@ export const WEBHOOK: Scenario = {
           path,
           headers: json,
           setupRequest: (request) => {
-            seq += 1
+            nextWebhookSeq += 1
+            const seq = nextWebhookSeq
             const body = seq % DUPLICATE_EVERY === 0 ? repeated[seq % REPEATED_BODIES]! : webhookBody(seq)
             return { ...request, body }
           },
