@@ -3,7 +3,7 @@ import Fastify from 'fastify'
 import { sql, type Kysely } from 'kysely'
 import pg from 'pg'
 import { seedDemoData, DEMO } from '../db/seed/demo.js'
-import { TokenSigner } from '../src/auth/tokens.js'
+import { newJti, TokenSigner } from '../src/auth/tokens.js'
 import { DEMO_SECRETS } from '../src/config.js'
 import { createPostgresDatabase, migrateToLatest } from '../src/db/database.js'
 import type { Database } from '../src/db/types.js'
@@ -116,12 +116,14 @@ export async function createRefreshTokens(databaseUrl: string, count: number, us
         .values(Array.from({ length: size }, () => ({ user_id: userId, absolute_expires_at: familyExpiresAt })))
         .returning('id')
         .execute()
-      const signed = families.map((family) => signer.signRefresh(userId, family.id, familyExpiresAt))
+      // Stored and signed as the service's login does (refreshTerm, then signRefreshStored); the
+      // families outlive the token, so its own expiry is the one stored.
+      const stored = families.map((family) => ({ jti: newJti(), family_id: family.id, term: signer.refreshTerm() }))
       await handle.db
         .insertInto('refresh_tokens')
-        .values(signed.map((token, i) => ({ jti: token.jti, family_id: families[i]!.id, expires_at: token.expiresAt })))
+        .values(stored.map(({ jti, family_id, term }) => ({ jti, family_id, expires_at: term.expiresAt })))
         .execute()
-      tokens.push(...signed.map((token) => token.token))
+      tokens.push(...stored.map(({ jti, family_id, term }) => signer.signRefreshStored(jti, userId, family_id, term).token))
     }
     await sql`ANALYZE token_families, refresh_tokens`.execute(handle.db)
   } finally {

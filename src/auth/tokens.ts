@@ -57,12 +57,6 @@ export class TokenSigner {
     return this.sign('access', userId, familyId, issuedAt, issuedAt + this.config.accessTokenTtl)
   }
 
-  /** A refresh token never outlives its family's absolute expiry. */
-  signRefresh(userId: string, familyId: string, familyExpiresAt: Date): SignedToken {
-    const { issuedAt, expiresAt } = this.refreshTerm()
-    return this.sign('refresh', userId, familyId, issuedAt, Math.floor(Math.min(expiresAt.getTime(), familyExpiresAt.getTime()) / 1000))
-  }
-
   /** The term of a refresh token issued now, for a statement that stores it before it is signed. */
   refreshTerm(): RefreshTerm {
     const issuedAt = nowSeconds()
