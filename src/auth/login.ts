@@ -2,7 +2,9 @@ import type { Db } from '../db/types.js'
 import { problem } from '../lib/problem.js'
 import type { LoginThrottle } from './login-throttle.js'
 import { hashPassword, spendVerificationTime, verifyPassword } from './passwords.js'
-import { findUserByEmail, recordLogin, type LoginCandidate } from './repository.js'
+import { findUserByEmail, type LoginCandidate } from './repository.js'
+import { startLoginSession, type TokenPair } from './sessions.js'
+import type { TokenSigner } from './tokens.js'
 
 export const normaliseEmail = (email: string): string => email.trim().toLowerCase()
 
@@ -20,18 +22,17 @@ export interface LoggedInUser {
   last_login: Date
 }
 
+/** A user whose password was just verified, and a stronger hash of it to store, if theirs is weaker. */
+interface VerifiedUser {
+  user: LoginCandidate
+  upgradedHash: string | undefined
+}
+
 /**
  * Checks e-mail and password (§2 route 1). Every failure is the same 401 and costs one password
  * verification, so that neither the answer nor its time tells whether the e-mail exists.
  */
-export async function authenticate(
-  db: Db,
-  throttle: LoginThrottle,
-  clientIp: string,
-  rawEmail: string,
-  password: string,
-): Promise<LoggedInUser> {
-  const email = normaliseEmail(rawEmail)
+async function authenticate(db: Db, throttle: LoginThrottle, clientIp: string, email: string, password: string): Promise<VerifiedUser> {
   await throttle.assertAllowed(clientIp, email)
   const user = await findUserByEmail(db, email)
   const verdict = user ? await verifyPassword(user.password_hash, password) : undefined
@@ -41,7 +42,26 @@ export async function authenticate(
     throw noActiveAccount()
   }
   await throttle.recordSuccess(clientIp, email)
-  const upgradedHash = verdict.needsRehash ? await hashPassword(password) : undefined
-  const lastLogin = await recordLogin(db, user.id, upgradedHash)
-  return { id: user.id, email: user.email, name: user.name, last_login: lastLogin }
+  return { user, upgradedHash: verdict.needsRehash ? await hashPassword(password) : undefined }
+}
+
+export interface Login {
+  user: LoggedInUser
+  tokens: TokenPair
+}
+
+/**
+ * Routes 1 and 2: checks the credentials, then records the login and starts its token family in
+ * one statement, which refuses a user disabled since the check (the same 401).
+ */
+export async function logIn(
+  db: Db,
+  signer: TokenSigner,
+  throttle: LoginThrottle,
+  request: { clientIp: string; email: string; password: string; absoluteTtlSeconds: number },
+): Promise<Login> {
+  const { user, upgradedHash } = await authenticate(db, throttle, request.clientIp, normaliseEmail(request.email), request.password)
+  const session = await startLoginSession(db, signer, { userId: user.id, upgradedHash }, request.absoluteTtlSeconds)
+  if (!session) throw noActiveAccount()
+  return { user: { id: user.id, email: user.email, name: user.name, last_login: session.lastLogin }, tokens: session.tokens }
 }

@@ -3,9 +3,9 @@ import type { FastifyRequest } from 'fastify'
 import { loginRouteSchema, refreshRouteSchema, tokenRouteSchema } from '../../schemas/auth.js'
 import { listUserCompanies } from '../company/user-companies.js'
 import type { Config } from '../config.js'
-import { authenticate } from './login.js'
+import { logIn } from './login.js'
 import type { LoginThrottle } from './login-throttle.js'
-import { rotateRefreshToken, startSession } from './sessions.js'
+import { rotateRefreshToken } from './sessions.js'
 
 export interface AuthPluginOptions {
   config: Config
@@ -20,19 +20,16 @@ async function trimEmail(request: FastifyRequest): Promise<void> {
 
 /** Routes 1–3: tokens, the application's login, and refresh-token rotation. */
 const authRoutes: FastifyPluginAsyncTypebox<AuthPluginOptions> = async (app, { config, throttle }) => {
-  const logIn = async (request: FastifyRequest, email: string, password: string) => {
-    const user = await authenticate(app.db, throttle, request.ip, email, password)
-    const tokens = await startSession(app.db, app.tokens, user.id, config.refreshAbsoluteTtl)
-    return { user, tokens }
-  }
+  const logInWith = (request: FastifyRequest, email: string, password: string) =>
+    logIn(app.db, app.tokens, throttle, { clientIp: request.ip, email, password, absoluteTtlSeconds: config.refreshAbsoluteTtl })
 
   app.post('/token', { schema: tokenRouteSchema, config: { public: true }, preValidation: trimEmail }, async (request) => {
-    const { tokens } = await logIn(request, request.body.email, request.body.password)
+    const { tokens } = await logInWith(request, request.body.email, request.body.password)
     return { refresh: tokens.refresh, access: tokens.access }
   })
 
   app.post('/login', { schema: loginRouteSchema, config: { public: true }, preValidation: trimEmail }, async (request) => {
-    const { user, tokens } = await logIn(request, request.body.email, request.body.password)
+    const { user, tokens } = await logInWith(request, request.body.email, request.body.password)
     const companies = await listUserCompanies(app.db, user.id)
     return { refresh: tokens.refresh, access: tokens.access, user, companies }
   })

@@ -22,25 +22,6 @@ export function findUserByEmail(db: Db, email: string): Promise<LoginCandidate |
   return userByEmailStatement.first(db, { email })
 }
 
-const recordLoginStatement = new Precompiled((db, p: { userId: string; newPasswordHash: string | null }) =>
-  db
-    .updateTable('users')
-    .set((eb) => ({
-      last_login: sql<Date>`now()`,
-      updated_at: sql<Date>`now()`,
-      password_hash: eb.fn.coalesce(eb.val(p.newPasswordHash), eb.ref('password_hash')),
-    }))
-    .where('id', '=', p.userId)
-    .returning('last_login'),
-)
-
-/** Sets last_login (SimpleJWT's update_last_login) and, when given, replaces the stored hash. */
-export async function recordLogin(db: Db, userId: string, newPasswordHash?: string): Promise<Date> {
-  const row = await recordLoginStatement.first(db, { userId, newPasswordHash: newPasswordHash ?? null })
-  if (!row) throw new Error(`recordLogin: no user ${userId}`)
-  return row.last_login ?? new Date()
-}
-
 export interface AuthenticatedUser {
   id: string
   email: string
@@ -91,6 +72,69 @@ export async function createSession(db: Db, session: NewSession): Promise<Date> 
   const row = await createSessionStatement.first(db, session)
   if (!row) throw new Error('createSession: nothing inserted')
   return row.expires_at
+}
+
+export interface LoginSession extends NewSession {
+  /** A stronger hash of the password just verified, to store in place of the old one; null to keep it. */
+  newPasswordHash: string | null
+}
+
+/**
+ * A login's writes in one statement: last_login (SimpleJWT's update_last_login) and, when given, a
+ * fresh password hash; then the session, as in `createSession`. The user row is updated only if
+ * the user may still log in, and the session is made from that row: a user disabled after the
+ * password check gets no session (the disabling waits for this row lock, or this statement sees
+ * it committed and matches no row).
+ */
+const loginSessionStatement = new Precompiled((db, p: LoginSession) =>
+  db
+    .with('login', (qb) =>
+      qb
+        .updateTable('users')
+        .set((eb) => ({
+          last_login: sql<Date>`now()`,
+          updated_at: sql<Date>`now()`,
+          password_hash: eb.fn.coalesce(eb.val(p.newPasswordHash), eb.ref('password_hash')),
+        }))
+        .where('id', '=', p.userId)
+        .where('is_active', '=', true)
+        .where(sql<boolean>`migration_state IS DISTINCT FROM 'pending'`)
+        .returning(['id', 'last_login']),
+    )
+    .with('family', (qb) =>
+      qb
+        .insertInto('token_families')
+        .columns(['id', 'user_id', 'absolute_expires_at'])
+        .expression((eb) =>
+          eb
+            .selectFrom('login')
+            .select([
+              sql<string>`${p.familyId}::uuid`.as('id'),
+              'login.id as user_id',
+              sql<Date>`now() + make_interval(secs => ${p.absoluteTtlSeconds})`.as('absolute_expires_at'),
+            ]),
+        )
+        .returning(['id', 'absolute_expires_at']),
+    )
+    .insertInto('refresh_tokens')
+    .columns(['jti', 'family_id', 'expires_at'])
+    .expression((eb) =>
+      eb
+        .selectFrom('family')
+        .select([
+          eb.val(p.jti).as('jti'),
+          'family.id',
+          sql<Date>`least(${p.expiresAt}::timestamptz, family.absolute_expires_at)`.as('expires_at'),
+        ]),
+    )
+    .returning((eb) => ['expires_at', eb.selectFrom('login').select('login.last_login').as('last_login')]),
+)
+
+/** The token's expiry and the new last_login; undefined when the user may no longer log in. */
+export async function createLoginSession(db: Db, session: LoginSession): Promise<{ expiresAt: Date; lastLogin: Date } | undefined> {
+  const row = await loginSessionStatement.first(db, session)
+  if (!row) return undefined
+  return { expiresAt: row.expires_at, lastLogin: row.last_login ?? new Date() }
 }
 
 export interface Rotation {

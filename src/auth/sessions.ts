@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../db/types.js'
 import { problem } from '../lib/problem.js'
-import { createSession, revokeFamilyOnReuse, spendAndReplaceRefreshToken } from './repository.js'
-import { newJti, type TokenSigner } from './tokens.js'
+import { createLoginSession, createSession, revokeFamilyOnReuse, spendAndReplaceRefreshToken } from './repository.js'
+import { newJti, type RefreshTerm, type TokenSigner } from './tokens.js'
 
 export interface TokenPair {
   access: string
@@ -13,16 +13,43 @@ export interface TokenPair {
 export const tokenNotValid = () =>
   problem(401, 'token_not_valid', 'Token is invalid or expired')
 
-/** A login: a new token family with its first refresh token (one statement), and an access token. */
+/** An access token and a refresh token stored under `jti` with `term`. */
+const signPair = (signer: TokenSigner, userId: string, familyId: string, jti: string, term: RefreshTerm): TokenPair => ({
+  access: signer.signAccess(userId, familyId).token,
+  refresh: signer.signRefreshStored(jti, userId, familyId, term).token,
+})
+
+/** A new token family with its first refresh token (one statement), and an access token. */
 export async function startSession(db: Db, signer: TokenSigner, userId: string, absoluteTtlSeconds: number): Promise<TokenPair> {
   const familyId = randomUUID()
   const jti = newJti()
   const { issuedAt, expiresAt } = signer.refreshTerm()
   const storedExpiry = await createSession(db, { userId, familyId, jti, absoluteTtlSeconds, expiresAt })
-  return {
-    access: signer.signAccess(userId, familyId).token,
-    refresh: signer.signRefreshStored(jti, userId, familyId, { issuedAt, expiresAt: storedExpiry }).token,
-  }
+  return signPair(signer, userId, familyId, jti, { issuedAt, expiresAt: storedExpiry })
+}
+
+export interface LoginSession {
+  tokens: TokenPair
+  lastLogin: Date
+}
+
+/**
+ * A login's session: records the login (and a fresh password hash, if any) and starts the token
+ * family in one statement. Undefined when the user may no longer log in (disabled meanwhile).
+ */
+export async function startLoginSession(
+  db: Db,
+  signer: TokenSigner,
+  login: { userId: string; upgradedHash: string | undefined },
+  absoluteTtlSeconds: number,
+): Promise<LoginSession | undefined> {
+  const familyId = randomUUID()
+  const jti = newJti()
+  const { issuedAt, expiresAt } = signer.refreshTerm()
+  const { userId, upgradedHash } = login
+  const stored = await createLoginSession(db, { userId, familyId, jti, absoluteTtlSeconds, expiresAt, newPasswordHash: upgradedHash ?? null })
+  if (!stored) return undefined
+  return { tokens: signPair(signer, userId, familyId, jti, { issuedAt, expiresAt: stored.expiresAt }), lastLogin: stored.lastLogin }
 }
 
 /**
@@ -45,8 +72,5 @@ export async function rotateRefreshToken(
     await revokeFamilyOnReuse(db, claims.jti, claims.fid)
     throw tokenNotValid()
   }
-  return {
-    access: signer.signAccess(claims.user_id, claims.fid).token,
-    refresh: signer.signRefreshStored(nextJti, claims.user_id, claims.fid, { issuedAt, expiresAt }).token,
-  }
+  return signPair(signer, claims.user_id, claims.fid, nextJti, { issuedAt, expiresAt })
 }
