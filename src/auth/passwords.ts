@@ -1,5 +1,4 @@
 import { createHash, pbkdf2, timingSafeEqual } from 'node:crypto'
-import { availableParallelism } from 'node:os'
 import { promisify } from 'node:util'
 import argon2 from 'argon2'
 import bcrypt from 'bcryptjs'
@@ -10,11 +9,22 @@ const pbkdf2Async = promisify(pbkdf2)
 /** OWASP's minimum for argon2id: 19 MiB, 2 passes, 1 lane. */
 export const ARGON2_OPTIONS = { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const
 
+/** libuv's thread pool size: UV_THREADPOOL_SIZE, 4 when unset; libuv makes 0 one thread and caps it at 1024. */
+export function threadPoolSize(env: NodeJS.ProcessEnv = process.env): number {
+  if (env.UV_THREADPOOL_SIZE === undefined) return 4
+  const size = Number.parseInt(env.UV_THREADPOOL_SIZE, 10)
+  return Number.isInteger(size) && size > 0 ? Math.min(size, 1024) : 1
+}
+
 /**
- * argon2 runs on libuv's thread pool (4 threads by default) and takes 19 MiB per hash: more hashes
- * at once than cores only add memory and contention, not throughput. Logins beyond it wait here.
+ * argon2 runs on libuv's thread pool and takes 19 MiB per hash. As many hashes run at once as the
+ * pool has threads: with only one per core, a core idled each time a hash finished until the
+ * event loop started the next (route 1 made 0.80 of raw argon2's rate against 0.88 with a full
+ * pool, bench/RESULTS.md run 10). The pool's threads run at a lower priority than the event loop
+ * (src/lib/thread-priority.ts), so reads keep their latency. Logins beyond it wait here, not in
+ * libuv's queue, so that other pool work (DNS lookups, files) waits for one hash at most.
  */
-const hashing = new ConcurrencyLimit(availableParallelism())
+const hashing = new ConcurrencyLimit(threadPoolSize())
 
 export function hashPassword(password: string): Promise<string> {
   return hashing.run(() => argon2.hash(password, ARGON2_OPTIONS))
