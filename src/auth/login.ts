@@ -58,10 +58,10 @@ export async function logIn(
   db: Db,
   signer: TokenSigner,
   throttle: LoginThrottle,
-  request: { clientIp: string; email: string; password: string; absoluteTtlSeconds: number },
+  attempt: { clientIp: string; email: string; password: string; absoluteTtlSeconds: number },
 ): Promise<Login> {
-  const { user, upgradedHash } = await authenticate(db, throttle, request.clientIp, normaliseEmail(request.email), request.password)
-  const session = await startLoginSession(db, signer, { userId: user.id, upgradedHash }, request.absoluteTtlSeconds)
+  const { user, upgradedHash } = await authenticate(db, throttle, attempt.clientIp, normaliseEmail(attempt.email), attempt.password)
+  const session = await startLoginSession(db, signer, { userId: user.id, upgradedHash }, attempt.absoluteTtlSeconds)
   if (!session) throw noActiveAccount()
   return { user: { id: user.id, email: user.email, name: user.name, last_login: session.lastLogin }, tokens: session.tokens }
 }

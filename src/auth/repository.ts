@@ -39,6 +39,14 @@ export interface NewSession {
 }
 
 /**
+ * The row of the first refresh token of the statement's new `family` (its CTE), expiring at the
+ * earlier of its own expiry and the family's absolute end: the source of both session statements'
+ * `INSERT INTO refresh_tokens (jti, family_id, expires_at)`.
+ */
+const firstRefreshTokenOfFamily = (p: Pick<NewSession, 'jti' | 'expiresAt'>) =>
+  sql`SELECT ${p.jti}, family.id, least(${p.expiresAt}::timestamptz, family.absolute_expires_at) FROM family`
+
+/**
  * A login's token family and its first refresh token in one statement; the token expires at the
  * earlier of its TTL and the family's absolute end. Returns the token's expiry.
  */
@@ -56,15 +64,7 @@ const createSessionStatement = new Precompiled((db, p: NewSession) =>
     )
     .insertInto('refresh_tokens')
     .columns(['jti', 'family_id', 'expires_at'])
-    .expression((eb) =>
-      eb
-        .selectFrom('family')
-        .select([
-          eb.val(p.jti).as('jti'),
-          'family.id',
-          sql<Date>`least(${p.expiresAt}::timestamptz, family.absolute_expires_at)`.as('expires_at'),
-        ]),
-    )
+    .expression(firstRefreshTokenOfFamily(p))
     .returning('expires_at'),
 )
 
@@ -82,9 +82,10 @@ export interface LoginSession extends NewSession {
 /**
  * A login's writes in one statement: last_login (SimpleJWT's update_last_login) and, when given, a
  * fresh password hash; then the session, as in `createSession`. The user row is updated only if
- * the user may still log in, and the session is made from that row: a user disabled after the
- * password check gets no session (the disabling waits for this row lock, or this statement sees
- * it committed and matches no row).
+ * the user may still log in (`canLogIn` in src/auth/login.ts, checked again here against a
+ * concurrent change), and the session is made from that row: a user disabled after the password
+ * check gets no session (the disabling waits for this row lock, or this statement sees it
+ * committed and matches no row).
  */
 const loginSessionStatement = new Precompiled((db, p: LoginSession) =>
   db
@@ -118,15 +119,7 @@ const loginSessionStatement = new Precompiled((db, p: LoginSession) =>
     )
     .insertInto('refresh_tokens')
     .columns(['jti', 'family_id', 'expires_at'])
-    .expression((eb) =>
-      eb
-        .selectFrom('family')
-        .select([
-          eb.val(p.jti).as('jti'),
-          'family.id',
-          sql<Date>`least(${p.expiresAt}::timestamptz, family.absolute_expires_at)`.as('expires_at'),
-        ]),
-    )
+    .expression(firstRefreshTokenOfFamily(p))
     .returning((eb) => ['expires_at', eb.selectFrom('login').select('login.last_login').as('last_login')]),
 )
 
