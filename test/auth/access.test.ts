@@ -63,6 +63,16 @@ describe('the JWT check on authenticated routes', () => {
     problemOf(await get(bearer(access)), 401, 'token_not_valid')
   })
 
+  it('refuses a token once it expires, though it passed a moment before (verified tokens are remembered until exp only)', async () => {
+    const { fid } = await aliceFamily()
+    const exp = Math.floor(Date.now() / 1000) + 1
+    const token = forgeHs256(accessClaims(DEMO.users.alice, fid, { exp }))
+    expect((await get(bearer(token))).statusCode).toBe(200)
+    expect((await get(bearer(token))).statusCode).toBe(200)
+    await new Promise((resolve) => setTimeout(resolve, exp * 1000 + 50 - Date.now()))
+    problemOf(await get(bearer(token)), 401, 'token_not_valid')
+  })
+
   it('refuses a token for a user that no longer exists', async () => {
     const { fid } = await aliceFamily()
     problemOf(await get(bearer(forgeHs256(accessClaims('10000000-0000-4000-8000-0000000000ff', fid)))), 401, 'token_not_valid')
