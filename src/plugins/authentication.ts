@@ -42,13 +42,13 @@ const notAuthenticated = () =>
 
 /**
  * Verified tokens whose signature and claims check fast-jwt remembers (LRU, keyed by a SHA-256 of
- * the token, each entry until the token's `exp`; failures are not kept). A client sends the same
+ * the token, each entry until the token's `exp`; a failure is never reused). A client sends the same
  * access token with every request for its lifetime: a hit costs a hash instead of a decode and an
  * HMAC. This remembers only what the token itself says. Whether its user is still active, its family
  * unrevoked and its membership current is read from the database on every request (§2), so a
  * disabled user or a removed membership still loses access at once.
  */
-export const VERIFIED_TOKEN_CACHE_SIZE = 1000
+const VERIFIED_TOKEN_CACHE_SIZE = 1000
 
 function jwtPluginOptions(config: Config['jwt']) {
   const kid = config.algorithm === 'HS256' ? undefined : jwkThumbprint(config.publicKeyObject.export({ format: 'jwk' }))
