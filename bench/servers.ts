@@ -24,6 +24,8 @@ export interface ServiceOptions {
   /** Extra environment, e.g. `MALLOC_ARENA_MAX` for an experiment. */
   env?: NodeJS.ProcessEnv
   logFile?: string
+  /** Another built checkout of this repository to run instead of this one (bench:compare). */
+  root?: string
 }
 
 /** Only what the processes need from the runner's environment, so a stray variable cannot skew a run. */
@@ -33,8 +35,8 @@ function baseEnvironment(): NodeJS.ProcessEnv {
 }
 
 /** The node flags of `npm start` (package.json), so that the service runs here as it does in production. */
-export function productionNodeFlags(): string[] {
-  const packageJson = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }
+export function productionNodeFlags(root = REPO_ROOT): string[] {
+  const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }
   const [, ...words] = packageJson.scripts.start.split(/\s+/)
   return words.filter((word) => word.startsWith('--'))
 }
@@ -60,11 +62,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     ...options.env,
   }
   const spawnedAt = performance.now()
+  const root = options.root ?? REPO_ROOT
   const child = spawnNode({
     script: 'dist/server.js',
-    nodeArgs: [...productionNodeFlags(), ...(options.nodeArgs ?? [])],
+    nodeArgs: [...productionNodeFlags(root), ...(options.nodeArgs ?? [])],
     env,
-    cwd: REPO_ROOT,
+    cwd: root,
     ...(options.logFile ? { logFile: options.logFile } : {}),
   })
   const startTimes = await waitForServer(child, port, '/health/ready', spawnedAt)

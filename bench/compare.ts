@@ -1,0 +1,156 @@
+/**
+ * `npm run bench:compare`: which of several variants of the service costs less CPU per request on
+ * one scenario. Every variant runs as its own service process, all at once on the same fresh bench
+ * database, and they are loaded in turn, short runs rotating through the variants for a number of
+ * rounds; each variant's verdict is the median of its rounds. On a shared machine one 10 s run of
+ * the same code moved by up to 30 % between runs (bench/RESULTS.md, run 11); interleaving short
+ * runs spreads that drift over every variant alike. Repeat a comparison before trusting a
+ * difference of 10 % or less.
+ *
+ * A variant is `label: token…`, each token a node flag (`--max-semi-space-size=16`), an environment
+ * assignment (`LOG_LEVEL=warn`) or `dir=PATH`, another checkout of this repository, built, whose
+ * `dist/server.js` to run (to compare commits: `git worktree add`, `npm ci`, `npm run build`).
+ * See bench/README.md.
+ */
+import { parseArgs } from 'node:util'
+import { recreateBenchDatabase } from './database.js'
+import { runLoad, type LoadResult } from './load.js'
+import { installCleanup, stopAllChildren } from './processes.js'
+import { median } from './report.js'
+import { LOGINS, READS, type LoadSpec, type Scenario } from './scenarios.js'
+import { startService, type RunningServer } from './servers.js'
+
+interface Variant {
+  label: string
+  nodeArgs: string[]
+  env: NodeJS.ProcessEnv
+  root: string | undefined
+}
+
+interface Measured {
+  variant: Variant
+  server: RunningServer
+  spec: LoadSpec
+  runs: LoadResult[]
+}
+
+const HELP = `npm run bench:compare -- --variant 'label: token…' --variant … [options]
+  --variant SPEC       label, a colon, then node flags, VAR=value and dir=PATH (repeat; at least two)
+  --scenario ID        r4 r6 r7 r9 (reads) or r1 r2 (logins) (default r9)
+  --rounds N           runs per variant, interleaved (default 8)
+  --duration S         seconds per run (default 3)
+  --warmup S           seconds of unrecorded load per variant before the first round (default 3)
+  --connections N      concurrent connections (default 10)
+  --database-url URL   bench database, dropped and re-created (default postgres://postgres@127.0.0.1:5432/bench)`
+
+const say = (text: string): void => void process.stdout.write(`${text}\n`)
+
+function parseVariant(text: string): Variant {
+  const colon = text.indexOf(':')
+  const label = (colon === -1 ? text : text.slice(0, colon)).trim()
+  if (!label) throw new Error(`--variant ${JSON.stringify(text)}: a label comes first`)
+  const variant: Variant = { label, nodeArgs: [], env: {}, root: undefined }
+  for (const token of colon === -1 ? [] : text.slice(colon + 1).trim().split(/\s+/).filter(Boolean)) {
+    const equals = token.indexOf('=')
+    if (token.startsWith('--')) variant.nodeArgs.push(token)
+    else if (token.startsWith('dir=')) variant.root = token.slice('dir='.length)
+    else if (equals > 0) variant.env[token.slice(0, equals)] = token.slice(equals + 1)
+    else throw new Error(`--variant ${label}: ${token} is neither a --flag, VAR=value nor dir=PATH`)
+  }
+  return variant
+}
+
+function parseOptions(argv: string[]) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      variant: { type: 'string', multiple: true, default: [] },
+      scenario: { type: 'string', default: 'r9' },
+      rounds: { type: 'string', default: '8' },
+      duration: { type: 'string', default: '3' },
+      warmup: { type: 'string', default: '3' },
+      connections: { type: 'string', default: '10' },
+      'database-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/bench' },
+      help: { type: 'boolean', default: false },
+    },
+  })
+  if (values.help) {
+    say(HELP)
+    process.exit(0)
+  }
+  const scenario = [...READS, ...LOGINS].find((candidate) => candidate.id === values.scenario)
+  if (!scenario) throw new Error(`--scenario ${values.scenario}: one of ${[...READS, ...LOGINS].map((s) => s.id).join(' ')}`)
+  const variants = values.variant.map(parseVariant)
+  if (variants.length < 2) throw new Error(`at least two --variant, each 'label: token…'\n${HELP}`)
+  return {
+    variants,
+    scenario,
+    rounds: Number(values.rounds),
+    duration: Number(values.duration),
+    warmup: Number(values.warmup),
+    connections: Number(values.connections),
+    databaseUrl: values['database-url'],
+  }
+}
+
+type Options = ReturnType<typeof parseOptions>
+
+async function startVariants(options: Options, scenario: Scenario): Promise<Measured[]> {
+  const database = { kind: 'postgres' as const, url: options.databaseUrl }
+  const measured: Measured[] = []
+  for (const variant of options.variants) {
+    const server = await startService({
+      database,
+      logLevel: 'info',
+      poolSize: 10,
+      nodeArgs: variant.nodeArgs,
+      env: variant.env,
+      ...(variant.root ? { root: variant.root } : {}),
+    })
+    const phase = await scenario.prepare({ baseUrl: server.baseUrl, databaseUrl: options.databaseUrl, requestBudget: 0 })
+    measured.push({ variant, server, spec: phase(), runs: [] })
+  }
+  return measured
+}
+
+const cpuMicrosPerRequest = (run: LoadResult): number => (run.serverCpuPercent / 100) * run.seconds * 1e6 / Math.max(1, run.completed)
+
+function report(measured: Measured[]): void {
+  const baseline = median(measured[0]!.runs.map(cpuMicrosPerRequest))
+  for (const { variant, runs } of measured) {
+    const cpu = runs.map(cpuMicrosPerRequest)
+    const mid = median(cpu)
+    const versus = variant === measured[0]!.variant ? 'baseline' : `${((mid / baseline - 1) * 100).toFixed(1)} % against ${measured[0]!.variant.label}`
+    say(
+      `${variant.label.padEnd(16)} ${mid.toFixed(0).padStart(6)} µs/req (${versus}; runs ${cpu.map((value) => value.toFixed(0)).join(' ')})  ` +
+        `${median(runs.map((run) => run.requestsPerSecond)).toFixed(0)} req/s  RSS steady ≤ ${Math.max(...runs.map((run) => run.rssSteady)).toFixed(0)} MiB`,
+    )
+  }
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions(process.argv.slice(2))
+  installCleanup()
+  try {
+    say(`bench database ${options.databaseUrl}: re-creating, migrating, seeding`)
+    await recreateBenchDatabase(options.databaseUrl)
+    const measured = await startVariants(options, options.scenario)
+    const database = new URL(options.databaseUrl).pathname.slice(1)
+    const load = (entry: Measured, seconds: number) =>
+      runLoad({ baseUrl: entry.server.baseUrl, spec: entry.spec, connections: options.connections, durationSeconds: seconds, serverPid: entry.server.pid, database })
+    for (const entry of measured) await load(entry, options.warmup)
+    say(`${options.scenario.id} (${options.scenario.label}): ${options.rounds} rounds of ${options.duration} s per variant`)
+    for (let round = 0; round < options.rounds; round += 1) {
+      // Each round starts one variant later, so that no variant always follows the same one.
+      for (let step = 0; step < measured.length; step += 1) {
+        const entry = measured[(round + step) % measured.length]!
+        entry.runs.push(await load(entry, options.duration))
+      }
+    }
+    report(measured)
+  } finally {
+    await stopAllChildren()
+  }
+}
+
+await main()
