@@ -13,10 +13,10 @@
  * See bench/README.md.
  */
 import { parseArgs } from 'node:util'
-import { recreateBenchDatabase } from './database.js'
+import { databaseName, recreateBenchDatabase } from './database.js'
 import { runLoad, type LoadResult } from './load.js'
 import { installCleanup, stopAllChildren } from './processes.js'
-import { median } from './report.js'
+import { median, perRequestMicros } from './report.js'
 import { LOGINS, READS, type LoadSpec, type Scenario } from './scenarios.js'
 import { startService, type RunningServer } from './servers.js'
 
@@ -113,7 +113,7 @@ async function startVariants(options: Options, scenario: Scenario): Promise<Meas
   return measured
 }
 
-const cpuMicrosPerRequest = (run: LoadResult): number => (run.serverCpuPercent / 100) * run.seconds * 1e6 / Math.max(1, run.completed)
+const cpuMicrosPerRequest = (run: LoadResult): number => perRequestMicros(run.serverCpuPercent, run)
 
 function report(measured: Measured[]): void {
   const baseline = median(measured[0]!.runs.map(cpuMicrosPerRequest))
@@ -135,7 +135,7 @@ async function main(): Promise<void> {
     say(`bench database ${options.databaseUrl}: re-creating, migrating, seeding`)
     await recreateBenchDatabase(options.databaseUrl)
     const measured = await startVariants(options, options.scenario)
-    const database = new URL(options.databaseUrl).pathname.slice(1)
+    const database = databaseName(options.databaseUrl)
     const load = (entry: Measured, seconds: number) =>
       runLoad({ baseUrl: entry.server.baseUrl, spec: entry.spec, connections: options.connections, durationSeconds: seconds, serverPid: entry.server.pid, database })
     for (const entry of measured) await load(entry, options.warmup)

@@ -8,10 +8,13 @@ import { DEMO_SECRETS } from '../src/config.js'
 import { createPostgresDatabase, migrateToLatest } from '../src/db/database.js'
 import type { Database } from '../src/db/types.js'
 
+/** The database a connection URL names (its path, decoded). */
+export const databaseName = (databaseUrl: string): string => decodeURIComponent(new URL(databaseUrl).pathname.slice(1))
+
 /** The same URL on the maintenance database `postgres`, to drop and create the bench database. */
 function maintenanceUrl(databaseUrl: string): { url: string; name: string } {
   const url = new URL(databaseUrl)
-  const name = decodeURIComponent(url.pathname.slice(1))
+  const name = databaseName(databaseUrl)
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`bench database name must be a plain identifier: ${name}`)
   url.pathname = '/postgres'
   return { url: url.toString(), name }

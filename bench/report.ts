@@ -190,7 +190,7 @@ const header = (cells: string[], left = 1): string[] => [row(cells), row(cells.m
 const LOAD_COLUMNS = ['route', 'scenario', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'RSS steady MiB', 'RSS max MiB', 'CPU server %', 'CPU PG %', 'CPU runner %', 'CPU machine %', 'server CPU µs/req', 'PG CPU µs/req']
 
 /** CPU time per request in µs, from a CPU share (percent of one core) and the request rate: steadier than the rate when other work competes. */
-const perRequestMicros = (cpuPercent: number, result: LoadResult): number => (cpuPercent / 100 / Math.max(result.requestsPerSecond, 1e-9)) * 1e6
+export const perRequestMicros = (cpuPercent: number, result: LoadResult): number => (cpuPercent / 100 / Math.max(result.requestsPerSecond, 1e-9)) * 1e6
 
 function loadRow(route: string, label: string, result: LoadResult): string {
   // Rows without resource sampling (the login load beside the mixed test) and PostgreSQL figures of

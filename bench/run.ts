@@ -8,7 +8,7 @@ import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, 
 import { availableParallelism, tmpdir, totalmem } from 'node:os'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { postgresVersion, recreateBenchDatabase } from './database.js'
+import { databaseName, postgresVersion, recreateBenchDatabase } from './database.js'
 import { runLoad, type LoadResult } from './load.js'
 import { parseOptions, type BenchOptions } from './options.js'
 import { installCleanup, machineBusyPercent, runNodeForOutput, stopAllChildren, stopChild } from './processes.js'
@@ -74,7 +74,7 @@ class Bench {
   private readonly database: string
 
   constructor(readonly options: BenchOptions, machine: MachineInfo, private readonly workDir: string) {
-    this.database = decodeURIComponent(new URL(options.databaseUrl).pathname.slice(1))
+    this.database = databaseName(options.databaseUrl)
     this.results = {
       machine,
       settings: {
