@@ -19,16 +19,20 @@ const signPair = (signer: TokenSigner, userId: string, familyId: string, jti: st
   refresh: signer.signRefreshStored(jti, userId, familyId, term).token,
 })
 
+/** The ids and term of a new family's first refresh token, chosen before the statement that stores it. */
+function newFamily(signer: TokenSigner): { familyId: string; jti: string } & RefreshTerm {
+  return { familyId: randomUUID(), jti: newJti(), ...signer.refreshTerm() }
+}
+
 /** A new token family with its first refresh token (one statement), and an access token. */
 export async function startSession(db: Db, signer: TokenSigner, userId: string, absoluteTtlSeconds: number): Promise<TokenPair> {
-  const familyId = randomUUID()
-  const jti = newJti()
-  const { issuedAt, expiresAt } = signer.refreshTerm()
+  const { familyId, jti, issuedAt, expiresAt } = newFamily(signer)
   const storedExpiry = await createSession(db, { userId, familyId, jti, absoluteTtlSeconds, expiresAt })
   return signPair(signer, userId, familyId, jti, { issuedAt, expiresAt: storedExpiry })
 }
 
-export interface LoginSession {
+/** What a login started: its tokens, and the last_login it recorded. */
+export interface StartedLogin {
   tokens: TokenPair
   lastLogin: Date
 }
@@ -42,10 +46,8 @@ export async function startLoginSession(
   signer: TokenSigner,
   login: { userId: string; upgradedHash: string | undefined },
   absoluteTtlSeconds: number,
-): Promise<LoginSession | undefined> {
-  const familyId = randomUUID()
-  const jti = newJti()
-  const { issuedAt, expiresAt } = signer.refreshTerm()
+): Promise<StartedLogin | undefined> {
+  const { familyId, jti, issuedAt, expiresAt } = newFamily(signer)
   const { userId, upgradedHash } = login
   const stored = await createLoginSession(db, { userId, familyId, jti, absoluteTtlSeconds, expiresAt, newPasswordHash: upgradedHash ?? null })
   if (!stored) return undefined
