@@ -72,10 +72,12 @@ async function addBenchEnvelopes(db: Kysely<Database>): Promise<void> {
     SELECT md5('bench-document ' || n)::uuid, md5('bench-title ' || n)::uuid, 'assignment_contract',
            'bench-' || n || '.pdf', 'application/pdf', 1000 + n, lpad(to_hex(n), 64, '0')
       FROM generate_series(0, ${BENCH_ENVELOPES - 1}::int) AS n`.execute(db)
+  // The keys from benchEnvelopeKey itself, which the webhook load posts: no second spelling in SQL.
+  const keys = Array.from({ length: BENCH_ENVELOPES }, (_, n) => benchEnvelopeKey(n))
   await sql`
     INSERT INTO signature_envelopes (id, envelope_key, title_document_id)
-    SELECT md5('bench-envelope ' || n)::uuid, 'bench-envelope-' || lpad(n::text, 5, '0'), md5('bench-document ' || n)::uuid
-      FROM generate_series(0, ${BENCH_ENVELOPES - 1}::int) AS n`.execute(db)
+    SELECT md5('bench-envelope ' || (position - 1))::uuid, key, md5('bench-document ' || (position - 1))::uuid
+      FROM unnest(${keys}::text[]) WITH ORDINALITY AS envelope (key, position)`.execute(db)
   await sql`
     INSERT INTO signature_signers (envelope_id, position, name, email)
     SELECT md5('bench-envelope ' || n)::uuid, signer.position, 'Bench Signer', signer.email
