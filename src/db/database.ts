@@ -36,6 +36,8 @@ export interface PostgresOptions {
  */
 function connectionOptions(options: PostgresOptions): string | undefined {
   const settings = [
+    // pg reads libpq's PGOPTIONS only when no `options` are given: keep the operator's settings.
+    ...(process.env.PGOPTIONS ? [process.env.PGOPTIONS] : []),
     ...(options.schema ? [`-c search_path=${options.schema}`] : []),
     ...(options.preparedStatements === false ? [] : ['-c plan_cache_mode=force_generic_plan']),
   ]
