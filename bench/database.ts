@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import fastifyJwt from '@fastify/jwt'
 import Fastify from 'fastify'
 import { sql, type Kysely } from 'kysely'
@@ -102,7 +103,7 @@ async function addDeliveryHistory(db: Kysely<Database>): Promise<void> {
 }
 
 /**
- * `count` unspent refresh tokens, each in its own family (many sessions refreshing, as in
+ * `count` unspent refresh tokens, each the current one of its own family (many sessions refreshing, as in
  * production; one family would serialise every request on its row lock). Written straight into
  * the tables and signed with the service's TokenSigner and key: making them through route 1 would
  * cost one argon2 verification each.
@@ -116,21 +117,16 @@ export async function createRefreshTokens(databaseUrl: string, count: number, us
     const BATCH = 2_000
     for (let done = 0; done < count; done += BATCH) {
       const size = Math.min(BATCH, count - done)
-      const families = await handle.db
-        .insertInto('token_families')
-        .values(Array.from({ length: size }, () => ({ user_id: userId, absolute_expires_at: familyExpiresAt })))
-        .returning('id')
-        .execute()
       // Stored and signed as the service's login does (refreshTerm, then signRefreshStored); the
-      // families outlive the token, so its own expiry is the one stored.
-      const stored = families.map((family) => ({ jti: newJti(), family_id: family.id, term: signer.refreshTerm() }))
+      // families outlive the token, so its own expiry is the one signed.
+      const stored = Array.from({ length: size }, () => ({ familyId: randomUUID(), jti: newJti(), term: signer.refreshTerm() }))
       await handle.db
-        .insertInto('refresh_tokens')
-        .values(stored.map(({ jti, family_id, term }) => ({ jti, family_id, expires_at: term.expiresAt })))
+        .insertInto('token_families')
+        .values(stored.map(({ familyId, jti }) => ({ id: familyId, user_id: userId, absolute_expires_at: familyExpiresAt, current_refresh_jti: jti })))
         .execute()
-      tokens.push(...stored.map(({ jti, family_id, term }) => signer.signRefreshStored(jti, userId, family_id, term).token))
+      tokens.push(...stored.map(({ familyId, jti, term }) => signer.signRefreshStored(jti, userId, familyId, term).token))
     }
-    await sql`ANALYZE token_families, refresh_tokens`.execute(handle.db)
+    await sql`ANALYZE token_families`.execute(handle.db)
   } finally {
     await handle.db.destroy()
   }

@@ -3,6 +3,7 @@ import * as identity from './0001_identity.js'
 import * as companyMarketplace from './0002_company_marketplace.js'
 import * as webhooks from './0003_webhooks.js'
 import * as cheaperKeyChecks from './0004_cheaper_key_checks.js'
+import * as refreshTokenInFamily from './0005_refresh_token_in_family.js'
 
 /**
  * Migrations are imported, not read from a folder, so that the compiled service and the tests
@@ -13,6 +14,7 @@ export const migrations: Record<string, Migration> = {
   '0002_company_marketplace': companyMarketplace,
   '0003_webhooks': webhooks,
   '0004_cheaper_key_checks': cheaperKeyChecks,
+  '0005_refresh_token_in_family': refreshTokenInFamily,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -195,7 +195,7 @@ export async function truncateAll(db: Kysely<Database>): Promise<void> {
   const tables = [
     'webhook_deliveries', 'signature_signers', 'signature_envelopes', 'title_documents', 'operations', 'bids',
     'titles', 'company_role_presence', 'chat_conversations', 'customers', 'bank_accounts',
-    'document_solicitations', 'kyc_documents', 'refresh_tokens', 'token_families', 'memberships', 'company_roles',
+    'document_solicitations', 'kyc_documents', 'token_families', 'memberships', 'company_roles',
     'companies', 'users',
   ]
   await sql`TRUNCATE ${sql.join(tables.map((table) => sql.table(table)))}`.execute(db)

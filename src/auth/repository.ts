@@ -38,34 +38,23 @@ export interface NewSession {
   expiresAt: Date
 }
 
-/**
- * The row of the first refresh token of the statement's new `family` (its CTE), expiring at the
- * earlier of its own expiry and the family's absolute end: the source of both session statements'
- * `INSERT INTO refresh_tokens (jti, family_id, expires_at)`.
- */
-const firstRefreshTokenOfFamily = (p: Pick<NewSession, 'jti' | 'expiresAt'>) =>
-  sql`SELECT ${p.jti}, family.id, least(${p.expiresAt}::timestamptz, family.absolute_expires_at) FROM family`
+/** A refresh token's expiry, in a statement on its family's row: its own, capped at the family's absolute end. */
+const cappedAtFamilyEnd = (expiresAt: Date) => sql<Date>`least(${expiresAt}::timestamptz, absolute_expires_at)`
 
 /**
- * A login's token family and its first refresh token in one statement; the token expires at the
- * earlier of its TTL and the family's absolute end. Returns the token's expiry.
+ * A token family and its first refresh token (stored as the family's current one) in one
+ * statement. Returns the token's expiry: the earlier of its own and the family's absolute end.
  */
 const createSessionStatement = new Precompiled((db, p: NewSession) =>
   db
-    .with('family', (qb) =>
-      qb
-        .insertInto('token_families')
-        .values({
-          id: p.familyId,
-          user_id: p.userId,
-          absolute_expires_at: sql<Date>`now() + make_interval(secs => ${p.absoluteTtlSeconds})`,
-        })
-        .returning(['id', 'absolute_expires_at']),
-    )
-    .insertInto('refresh_tokens')
-    .columns(['jti', 'family_id', 'expires_at'])
-    .expression(firstRefreshTokenOfFamily(p))
-    .returning('expires_at'),
+    .insertInto('token_families')
+    .values({
+      id: p.familyId,
+      user_id: p.userId,
+      absolute_expires_at: sql<Date>`now() + make_interval(secs => ${p.absoluteTtlSeconds})`,
+      current_refresh_jti: p.jti,
+    })
+    .returning(cappedAtFamilyEnd(p.expiresAt).as('expires_at')),
 )
 
 export async function createSession(db: Db, session: NewSession): Promise<Date> {
@@ -102,25 +91,19 @@ const loginSessionStatement = new Precompiled((db, p: LoginSession) =>
         .where(sql<boolean>`migration_state IS DISTINCT FROM 'pending'`)
         .returning(['id', 'last_login']),
     )
-    .with('family', (qb) =>
-      qb
-        .insertInto('token_families')
-        .columns(['id', 'user_id', 'absolute_expires_at'])
-        .expression((eb) =>
-          eb
-            .selectFrom('login')
-            .select([
-              sql<string>`${p.familyId}::uuid`.as('id'),
-              'login.id as user_id',
-              sql<Date>`now() + make_interval(secs => ${p.absoluteTtlSeconds})`.as('absolute_expires_at'),
-            ]),
-        )
-        .returning(['id', 'absolute_expires_at']),
+    .insertInto('token_families')
+    .columns(['id', 'user_id', 'absolute_expires_at', 'current_refresh_jti'])
+    .expression((eb) =>
+      eb
+        .selectFrom('login')
+        .select([
+          sql<string>`${p.familyId}::uuid`.as('id'),
+          'login.id as user_id',
+          sql<Date>`now() + make_interval(secs => ${p.absoluteTtlSeconds})`.as('absolute_expires_at'),
+          sql<string>`${p.jti}::text`.as('current_refresh_jti'),
+        ]),
     )
-    .insertInto('refresh_tokens')
-    .columns(['jti', 'family_id', 'expires_at'])
-    .expression(firstRefreshTokenOfFamily(p))
-    .returning((eb) => ['expires_at', eb.selectFrom('login').select('login.last_login').as('last_login')]),
+    .returning((eb) => [cappedAtFamilyEnd(p.expiresAt).as('expires_at'), eb.selectFrom('login').select('login.last_login').as('last_login')]),
 )
 
 /** The token's expiry and the new last_login; undefined when the user may no longer log in. */
@@ -141,48 +124,31 @@ export interface Rotation {
 }
 
 /**
- * A refresh-token rotation in one atomic statement: spends the presented token if it is unspent
- * and its family is live (not revoked, not past its absolute expiry, its user active), and stores
- * the successor, expiring at the earlier of its own expiry and the family's end. Of two requests
- * presenting the same token, the second waits on the first's row lock and then finds it spent.
- * Returns the successor's expiry, or undefined when nothing was spent.
+ * A refresh-token rotation in one atomic statement, a compare-and-set on the family's row: the
+ * presented token is spent if it is the family's current one and the family is live (not revoked,
+ * not past its absolute expiry, its user active), and its successor becomes the current one. Of two
+ * requests presenting the same token, the second waits on the first's row lock and then finds
+ * another current token. Returns the successor's expiry (the earlier of its own and the family's
+ * end), or undefined when nothing was spent.
  */
 const rotationStatement = new Precompiled((db, { jti, familyId, userId, nextJti, expiresAt }: Rotation) =>
   db
-    .with('spent', (qb) =>
-      qb
-        .updateTable('refresh_tokens')
-        .set({ spent_at: sql<Date>`now()` })
-        .where('jti', '=', jti)
-        .where('family_id', '=', familyId)
-        .where('spent_at', 'is', null)
-        .where(({ exists, selectFrom }) =>
-          exists(
-            selectFrom('token_families')
-              .innerJoin('users', 'users.id', 'token_families.user_id')
-              .select(sql.lit(1).as('live'))
-              .where('token_families.id', '=', familyId)
-              .where('token_families.user_id', '=', userId)
-              .where('token_families.revoked_at', 'is', null)
-              .where('token_families.absolute_expires_at', '>', sql<Date>`now()`)
-              .where('users.is_active', '=', true),
-          ),
-        )
-        .returning('family_id'),
+    .updateTable('token_families')
+    .set({ current_refresh_jti: nextJti })
+    .where('id', '=', familyId)
+    .where('user_id', '=', userId)
+    .where('current_refresh_jti', '=', jti)
+    .where('revoked_at', 'is', null)
+    .where('absolute_expires_at', '>', sql<Date>`now()`)
+    .where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('users')
+          .select(sql.lit(1).as('active'))
+          .whereRef('users.id', '=', 'token_families.user_id')
+          .where('users.is_active', '=', true),
+      ),
     )
-    .insertInto('refresh_tokens')
-    .columns(['jti', 'family_id', 'expires_at'])
-    .expression((eb) =>
-      eb
-        .selectFrom('spent')
-        .innerJoin('token_families', 'token_families.id', 'spent.family_id')
-        .select([
-          eb.val(nextJti).as('jti'),
-          'spent.family_id',
-          sql<Date>`least(${expiresAt}::timestamptz, token_families.absolute_expires_at)`.as('expires_at'),
-        ]),
-    )
-    .returning('expires_at'),
+    .returning(cappedAtFamilyEnd(expiresAt).as('expires_at')),
 )
 
 export async function spendAndReplaceRefreshToken(db: Db, rotation: Rotation): Promise<Date | undefined> {
@@ -192,7 +158,10 @@ export async function spendAndReplaceRefreshToken(db: Db, rotation: Rotation): P
 
 /**
  * A spent refresh token presented again is theft or a bug (RFC 9700 §4.14): its whole family is
- * revoked. Nothing happens for an unknown token, or one that was never spent.
+ * revoked. A token of the family that verified but is not its current one was spent: every refresh
+ * token is signed only after it became its family's current one. Nothing happens when the token is
+ * still the current one (the rotation failed for another reason: the family ended, or its user was
+ * disabled) or the family is already revoked.
  */
 export async function revokeFamilyOnReuse(db: Db, jti: string, familyId: string): Promise<void> {
   await db
@@ -200,14 +169,6 @@ export async function revokeFamilyOnReuse(db: Db, jti: string, familyId: string)
     .set({ revoked_at: sql<Date>`now()`, revoked_reason: 'reuse' })
     .where('id', '=', familyId)
     .where('revoked_at', 'is', null)
-    .where(({ exists, selectFrom }) =>
-      exists(
-        selectFrom('refresh_tokens')
-          .select(sql.lit(1).as('spent'))
-          .where('refresh_tokens.jti', '=', jti)
-          .where('refresh_tokens.family_id', '=', familyId)
-          .where('refresh_tokens.spent_at', 'is not', null),
-      ),
-    )
+    .where(sql<boolean>`current_refresh_jti IS DISTINCT FROM ${jti}`)
     .execute()
 }

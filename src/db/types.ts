@@ -72,14 +72,8 @@ export interface TokenFamiliesTable {
   absolute_expires_at: Timestamp
   revoked_at: NullableTimestamp
   revoked_reason: 'reuse' | 'password_changed' | 'user_disabled' | 'logout' | null
-}
-
-export interface RefreshTokensTable {
-  jti: string
-  family_id: string
-  expires_at: Timestamp
-  spent_at: NullableTimestamp
-  created_at: CreatedAt
+  /** The jti of the family's one refresh token that may still be spent (migration 0005). */
+  current_refresh_jti: string | null
 }
 
 export interface KycDocumentsTable {
@@ -237,7 +231,6 @@ export interface Database {
   company_roles: CompanyRolesTable
   memberships: MembershipsTable
   token_families: TokenFamiliesTable
-  refresh_tokens: RefreshTokensTable
   kyc_documents: KycDocumentsTable
   document_solicitations: DocumentSolicitationsTable
   bank_accounts: BankAccountsTable

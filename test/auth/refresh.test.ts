@@ -45,15 +45,18 @@ describe('POST /api/auth/v1/token/refresh', () => {
     problemOf(await refresh(winner.refresh), 401, 'token_not_valid')
   })
 
-  it('ends a family at REFRESH_ABSOLUTE_TTL from its login', async () => {
+  it('ends a family at REFRESH_ABSOLUTE_TTL from its login, without taking its last token for a replay', async () => {
     const first = await obtainTokens(ctx.app, 'alice@acme.example', DEMO_PASSWORD)
     const { db } = await testDatabase()
+    const familyId = String(decodeClaims(first.refresh).fid)
     await db
       .updateTable('token_families')
       .set({ absolute_expires_at: sql<Date>`now() - interval '1 second'` })
-      .where('id', '=', String(decodeClaims(first.refresh).fid))
+      .where('id', '=', familyId)
       .execute()
     problemOf(await refresh(first.refresh), 401, 'token_not_valid')
+    const family = await db.selectFrom('token_families').select('revoked_reason').where('id', '=', familyId).executeTakeFirst()
+    expect(family).toEqual({ revoked_reason: null })
   })
 
   it('caps the refresh token lifetime at the family lifetime', async () => {

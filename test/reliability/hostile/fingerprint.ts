@@ -13,7 +13,7 @@ export const VOLATILE_TABLES = new Set(['company_role_presence'])
 
 /** Every table of the data model; the fingerprint refuses to run on a schema that lacks one. */
 const EXPECTED_TABLES = [
-  'users', 'companies', 'company_roles', 'memberships', 'token_families', 'refresh_tokens', 'kyc_documents',
+  'users', 'companies', 'company_roles', 'memberships', 'token_families', 'kyc_documents',
   'document_solicitations', 'bank_accounts', 'customers', 'chat_conversations', 'titles', 'bids', 'operations',
   'title_documents', 'signature_envelopes', 'signature_signers', 'webhook_deliveries',
 ]
