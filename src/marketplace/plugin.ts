@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { titleDocumentsRouteSchema } from '../../schemas/marketplace.js'
-import { titleDocumentsFor } from './title-documents.js'
+import { sendJsonText } from '../lib/json-text.js'
+import { titleDocumentsJsonFor } from './title-documents.js'
 
 /** The marketplace: titles and their documents (route 9). */
 const marketplaceRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -10,7 +11,7 @@ const marketplaceRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: titleDocumentsRouteSchema,
       config: { companyRole: { permission: 'marketplace' }, principalInStatement: true },
     },
-    async (request) => titleDocumentsFor(app.db, request, request.params.title_id),
+    async (request, reply) => sendJsonText(reply, await titleDocumentsJsonFor(app.db, request, request.params.title_id)),
   )
 }
 

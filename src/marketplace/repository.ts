@@ -127,23 +127,27 @@ function visibleTitle(eb: ExpressionBuilder<Database, ScopedTables>, titleId: st
     .as('title')
 }
 
-/** Route 9 in one statement: the principal, their membership, and the title's documents if visible. */
+/**
+ * Route 9 in one statement: the principal, their membership, and the title's documents if visible,
+ * as the JSON text of the response body (`TitleDocument[]`): the service sends it as it comes,
+ * instead of parsing it into objects only to serialise them again.
+ */
 const titleDocumentsStatement = new Precompiled((db, p: ScopedPrincipal & { titleId: string }) =>
   userWithMembership(db, p)
     .leftJoinLateral((eb) => visibleTitle(eb, p.titleId), (join) => join.onTrue())
-    .select(['title.id as visible_title_id', 'title.documents']),
+    .select(['title.id as visible_title_id', sql<string | null>`title.documents::text`.as('documents_json')]),
 )
 
 export interface ScopedTitleDocuments {
   /** Undefined when the token's user is not active. */
   principal: PrincipalWithMembership | undefined
-  /** Undefined when the title does not exist or the member may not see it. */
-  documents: TitleDocument[] | undefined
+  /** JSON text of `TitleDocument[]`; undefined when the title does not exist or the member may not see it. */
+  documentsJson: string | undefined
 }
 
 export async function findScopedTitleDocuments(db: Db, key: ScopedPrincipal, titleId: string): Promise<ScopedTitleDocuments> {
   const row = await titleDocumentsStatement.first(db, { ...key, titleId })
-  if (!row) return { principal: undefined, documents: undefined }
-  const { visible_title_id: visibleTitleId, documents } = row
-  return { principal: principalOf(row), documents: visibleTitleId !== null && documents !== null ? documents : undefined }
+  if (!row) return { principal: undefined, documentsJson: undefined }
+  const { visible_title_id: visibleTitleId, documents_json: documentsJson } = row
+  return { principal: principalOf(row), documentsJson: visibleTitleId !== null && documentsJson !== null ? documentsJson : undefined }
 }

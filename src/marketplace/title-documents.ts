@@ -3,15 +3,16 @@ import type { Db } from '../db/types.js'
 import { problem } from '../lib/problem.js'
 import { admitMember } from '../plugins/tenancy.js'
 import { scopedPrincipalKey } from '../tenancy/principal.js'
-import { findScopedTitleDocuments, type TitleDocument } from './repository.js'
+import { findScopedTitleDocuments } from './repository.js'
 
 /**
  * Route 9: the documents of a title the caller's company role may see, read with the caller's
  * principal and membership in one statement; any other title is 404, as if it did not exist.
+ * Returns the response body, `TitleDocument[]` as JSON text built by the database.
  */
-export async function titleDocumentsFor(db: Db, request: FastifyRequest, titleId: string): Promise<TitleDocument[]> {
-  const { principal, documents } = await findScopedTitleDocuments(db, scopedPrincipalKey(request), titleId)
+export async function titleDocumentsJsonFor(db: Db, request: FastifyRequest, titleId: string): Promise<string> {
+  const { principal, documentsJson } = await findScopedTitleDocuments(db, scopedPrincipalKey(request), titleId)
   await admitMember(request, principal)
-  if (!documents) throw problem(404, 'not_found', 'Not found.')
-  return documents
+  if (documentsJson === undefined) throw problem(404, 'not_found', 'Not found.')
+  return documentsJson
 }

@@ -139,11 +139,12 @@ export default fp(
     })
 
     // A safety net on `principalInStatement` routes: a success that nobody admitted is a bug, and
-    // must not reach the client.
+    // must not reach the client. onSend, not preSerialization: a body sent as JSON text (route 9)
+    // skips serialisation and its hooks.
     app.addHook('onRoute', (route) => {
       if (!route.config?.principalInStatement) return
-      const existing = route.preSerialization ?? []
-      route.preSerialization = [...(Array.isArray(existing) ? existing : [existing]), assertPrincipalAdmitted]
+      const existing = route.onSend ?? []
+      route.onSend = [...(Array.isArray(existing) ? existing : [existing]), assertPrincipalAdmitted]
     })
   },
   { name: 'authentication', dependencies: ['database'] },

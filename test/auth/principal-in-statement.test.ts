@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
+import { sendJsonText } from '../../src/lib/json-text.js'
 import { testDatabase } from '../helpers/database.js'
 import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp } from '../helpers/app.js'
 import { decodeClaims } from '../helpers/jwt.js'
@@ -63,12 +64,18 @@ describe('reads that check the principal in their own statement', () => {
   it('refuses to answer a success that no handler admitted (a 500, and no body leaks)', async () => {
     const app = await buildApp(testConfig(), { database: await testDatabase(), counterStore: new MemoryCounterStore() })
     app.get('/forgot-to-admit', { config: { principalInStatement: true } }, async () => ({ secret: 'leaked' }))
+    // A body already serialised (as route 9 sends the database's JSON) skips serialisation and its hooks.
+    app.get('/forgot-to-admit-json-text', { config: { principalInStatement: true } }, async (_request, reply) =>
+      sendJsonText(reply, '{"secret":"leaked"}'),
+    )
     await app.ready()
     try {
       const { access } = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
-      const response = await app.inject({ method: 'GET', url: '/forgot-to-admit', headers: bearer(access) })
-      problemOf(response, 500, 'server_error')
-      expect(response.body).not.toContain('leaked')
+      for (const url of ['/forgot-to-admit', '/forgot-to-admit-json-text']) {
+        const response = await app.inject({ method: 'GET', url, headers: bearer(access) })
+        problemOf(response, 500, 'server_error')
+        expect(response.body).not.toContain('leaked')
+      }
     } finally {
       await app.close()
     }

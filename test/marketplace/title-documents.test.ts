@@ -1,4 +1,7 @@
+import { Ajv, type SchemaObject } from 'ajv'
+import addFormats from 'ajv-formats'
 import { describe, expect, it } from 'vitest'
+import { TitleDocuments } from '../../schemas/marketplace.js'
 import { testDatabase } from '../helpers/database.js'
 import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
 
@@ -14,6 +17,14 @@ async function tokenOf(email: string): Promise<string> {
 
 async function getDocuments(email: string, companyRoleId: string, titleId: string) {
   return context.app.inject({ method: 'GET', url: documentsUrl(companyRoleId, titleId), headers: bearer(await tokenOf(email)) })
+}
+
+/** The schema with `additionalProperties: false` on every object: a field it does not name is an error. */
+function closedObjects(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(closedObjects)
+  if (schema === null || typeof schema !== 'object') return schema
+  const closed = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, closedObjects(value)]))
+  return closed.type === 'object' ? { ...closed, additionalProperties: false } : closed
 }
 
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -47,6 +58,25 @@ describe('GET /api/v1/marketplace/{company_role_id}/title/{title_id}/documents',
         { name: 'Bob Barros', email: 'bob@beta.example', status: 'pending', signed_at: null },
       ],
     })
+  })
+
+  // The body is the database's JSON text, sent without the schema's serializer (src/lib/json-text.ts):
+  // hold it to the documented shape, types, formats and patterns, with no field the schema lacks.
+  it('answers JSON that matches the response schema, for documents with and without envelopes', async () => {
+    const ajv = new Ajv({ allErrors: true, strict: false })
+    addFormats.default(ajv)
+    const matchesSchema = ajv.compile(closedObjects(TitleDocuments) as SchemaObject)
+    for (const [email, role, title] of [
+      ['bob@beta.example', roles.betaBuyer, titles.t1],
+      ['bob@beta.example', roles.betaBuyer, titles.t5],
+      ['dave@delta.example', roles.deltaSeller, titles.t4],
+    ] as const) {
+      const response = await getDocuments(email, role, title)
+      expect(response.statusCode).toBe(200)
+      expect(response.headers['content-type']).toBe('application/json; charset=utf-8')
+      matchesSchema(response.json())
+      expect(matchesSchema.errors ?? []).toEqual([])
+    }
   })
 
   it('shows a completed envelope with its signing times, to the buyer who bought the title', async () => {
