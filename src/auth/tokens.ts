@@ -45,11 +45,15 @@ export function newJti(): string {
 
 const nowSeconds = (): number => Math.floor(Date.now() / 1000)
 
-/** Signs and checks the service's tokens; the JWT plugin holds the keys and pinned algorithm. */
+/**
+ * Signs and checks the service's tokens; the JWT plugin holds the keys and pinned algorithm.
+ * Refresh tokens may be checked by another instance of it (same keys and checks, no cache).
+ */
 export class TokenSigner {
   constructor(
     private readonly jwt: JWT,
     private readonly config: Pick<Config, 'accessTokenTtl' | 'refreshTokenTtl' | 'jwt'>,
+    private readonly refreshJwt: Pick<JWT, 'verify'> = jwt,
   ) {}
 
   signAccess(userId: string, familyId: string): SignedToken {
@@ -72,7 +76,7 @@ export class TokenSigner {
   verify(token: string, expected: TokenType): TokenClaims | undefined {
     let claims: Partial<TokenClaims>
     try {
-      claims = this.jwt.verify<Partial<TokenClaims>>(token)
+      claims = (expected === 'refresh' ? this.refreshJwt : this.jwt).verify<Partial<TokenClaims>>(token)
     } catch {
       return undefined
     }

@@ -37,6 +37,13 @@ declare module 'fastify' {
   }
 }
 
+declare module '@fastify/jwt' {
+  interface JWT {
+    /** The same keys and checks without the verification cache: for refresh tokens (below). */
+    refresh: JWT
+  }
+}
+
 const notAuthenticated = () =>
   problem(401, 'not_authenticated', 'Authentication credentials were not provided.')
 
@@ -50,7 +57,8 @@ const notAuthenticated = () =>
  */
 const VERIFIED_TOKEN_CACHE_SIZE = 1000
 
-function jwtPluginOptions(config: Config['jwt']) {
+/** `cacheSize` 0: no verification cache. */
+function jwtPluginOptions(config: Config['jwt'], cacheSize: number) {
   const kid = config.algorithm === 'HS256' ? undefined : jwkThumbprint(config.publicKeyObject.export({ format: 'jwk' }))
   const common = {
     sign: { algorithm: config.algorithm, ...(kid ? { kid } : {}) },
@@ -64,7 +72,7 @@ function jwtPluginOptions(config: Config['jwt']) {
       ],
       ...(config.issuer ? { allowedIss: config.issuer } : {}),
       ...(config.audience ? { allowedAud: config.audience } : {}),
-      cache: VERIFIED_TOKEN_CACHE_SIZE,
+      cache: cacheSize > 0 ? cacheSize : false,
     },
   }
   const secret =
@@ -114,8 +122,11 @@ async function assertPrincipalAdmitted(request: FastifyRequest, reply: FastifyRe
  */
 export default fp(
   async function authenticationPlugin(app: FastifyInstance, options: { config: Config }) {
-    await app.register(fastifyJwt, jwtPluginOptions(options.config.jwt))
-    app.decorate('tokens', new TokenSigner(app.jwt, options.config))
+    await app.register(fastifyJwt, jwtPluginOptions(options.config.jwt, VERIFIED_TOKEN_CACHE_SIZE))
+    // A refresh token is verified once in its life (it is spent then): remembering it would only
+    // push the access tokens, which come back with every request, out of the cache.
+    await app.register(fastifyJwt, { ...jwtPluginOptions(options.config.jwt, 0), namespace: 'refresh' })
+    app.decorate('tokens', new TokenSigner(app.jwt, options.config, app.jwt.refresh))
     app.decorateRequest('auth', null as unknown as AuthContext)
     app.decorateRequest('tokenClaims', null as unknown as TokenClaims)
 
