@@ -33,15 +33,33 @@ export interface PostgresOptions {
  * default re-plans a statement on every run when its generic plan looks costlier than the custom
  * ones, which made planning most of route 9's database time (0.4 of 0.5 ms). The service's
  * statements look rows up by key, where a generic plan is as good.
+ *
+ * pg takes `options` from the URL, else from its config, else from libpq's PGOPTIONS: one source
+ * replaces the others. The operator's (PGOPTIONS, then the URL's) come after the service's here,
+ * so all apply and, for the same setting, the operator's wins.
  */
-function connectionOptions(options: PostgresOptions): string | undefined {
+function connectionOptions(options: PostgresOptions, urlOptions: string | undefined): string | undefined {
   const settings = [
-    // pg reads libpq's PGOPTIONS only when no `options` are given: keep the operator's settings.
-    ...(process.env.PGOPTIONS ? [process.env.PGOPTIONS] : []),
     ...(options.schema ? [`-c search_path=${options.schema}`] : []),
     ...(options.preparedStatements === false ? [] : ['-c plan_cache_mode=force_generic_plan']),
+    ...(process.env.PGOPTIONS ? [process.env.PGOPTIONS] : []),
+    ...(urlOptions ? [urlOptions] : []),
   ]
   return settings.length > 0 ? settings.join(' ') : undefined
+}
+
+/** The connection URL without its `options` parameter, and that parameter (see `connectionOptions`). */
+function withoutUrlOptions(connectionString: string): { connectionString: string; urlOptions: string | undefined } {
+  let url: URL
+  try {
+    url = new URL(connectionString)
+  } catch {
+    return { connectionString, urlOptions: undefined } // not a URL (a socket path): pg parses it
+  }
+  const urlOptions = url.searchParams.get('options') ?? undefined
+  if (urlOptions === undefined) return { connectionString, urlOptions }
+  url.searchParams.delete('options')
+  return { connectionString: url.toString(), urlOptions }
 }
 
 export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle {
@@ -52,14 +70,15 @@ export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle
       return pg.types.getTypeParser(oid, format)
     }) as typeof pg.types.getTypeParser,
   }
+  const { connectionString, urlOptions } = withoutUrlOptions(options.connectionString)
   const pool = new pg.Pool({
-    connectionString: options.connectionString,
+    connectionString,
     max: options.poolSize,
     // A database that cannot be reached must turn into a quick 503, not a hung request.
     connectionTimeoutMillis: 2_000,
     idleTimeoutMillis: 30_000,
     types,
-    options: connectionOptions(options),
+    options: connectionOptions(options, urlOptions),
   })
   // A client that loses its server emits 'error': the pool listens on idle ones only, and an
   // unheard 'error' would crash the process. The query in flight still fails (→ 503); the pool

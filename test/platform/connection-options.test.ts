@@ -10,22 +10,39 @@ afterEach(() => {
   else process.env.PGOPTIONS = operatorsOptions
 })
 
-async function settingsOfAConnection(): Promise<{ commit: string; plans: string }> {
-  const handle = createPostgresDatabase({ connectionString: serverUrl!, poolSize: 1 })
+interface Settings {
+  commit: string
+  plans: string
+  timeout: string
+}
+
+async function settingsOfAConnection(urlOptions?: string): Promise<Settings> {
+  const url = new URL(serverUrl!)
+  if (urlOptions) url.searchParams.set('options', urlOptions)
+  const handle = createPostgresDatabase({ connectionString: url.toString(), poolSize: 1 })
   try {
-    const { rows } = await sql<{ commit: string; plans: string }>`
-      SELECT current_setting('synchronous_commit') AS commit, current_setting('plan_cache_mode') AS plans`.execute(handle.db)
+    const { rows } = await sql<Settings>`
+      SELECT current_setting('synchronous_commit') AS commit, current_setting('plan_cache_mode') AS plans,
+             current_setting('statement_timeout') AS timeout`.execute(handle.db)
     return rows[0]!
   } finally {
     await handle.db.destroy()
   }
 }
 
-// pg reads libpq's PGOPTIONS only when it is given no `options` of its own, and the service gives
-// some (plan_cache_mode): an operator's PGOPTIONS was silently dropped.
+// pg takes `options` from the URL, else from its config, else from libpq's PGOPTIONS, one replacing
+// the others: the service's own (plan_cache_mode) silently dropped the operator's, or the reverse.
 describe.skipIf(!serverUrl)('connection settings on PostgreSQL', () => {
   it('applies PGOPTIONS from the environment as well as the service’s own settings', async () => {
+    delete process.env.PGOPTIONS
+    const defaults = await settingsOfAConnection()
     process.env.PGOPTIONS = '-c synchronous_commit=off'
-    expect(await settingsOfAConnection()).toEqual({ commit: 'off', plans: 'force_generic_plan' })
+    expect(await settingsOfAConnection()).toEqual({ ...defaults, commit: 'off', plans: 'force_generic_plan' })
+  })
+
+  it('applies the URL’s options too, and the operator’s value wins for a setting both give', async () => {
+    process.env.PGOPTIONS = '-c synchronous_commit=off'
+    expect(await settingsOfAConnection('-c statement_timeout=5s')).toMatchObject({ commit: 'off', plans: 'force_generic_plan', timeout: '5s' })
+    expect(await settingsOfAConnection('-c plan_cache_mode=auto')).toMatchObject({ plans: 'auto' })
   })
 })
