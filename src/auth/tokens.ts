@@ -20,9 +20,9 @@ export interface TokenClaims {
 }
 
 /**
- * A refresh token's issue time and the expiry to store for it (the database keeps the earlier of
- * this and its family's end), taken from one reading of the clock so that `exp - iat` is the
- * refresh lifetime exactly.
+ * A refresh token's issue time and its own expiry (the statement that makes it its family's current
+ * token returns the earlier of this and the family's end), taken from one reading of the clock so
+ * that `exp - iat` is the refresh lifetime exactly.
  */
 export interface RefreshTerm {
   issuedAt: number
@@ -67,7 +67,7 @@ export class TokenSigner {
     return { issuedAt, expiresAt: new Date((issuedAt + this.config.refreshTokenTtl) * 1000) }
   }
 
-  /** A refresh token stored under `jti` with a `refreshTerm()`, expiring when its row does. */
+  /** A refresh token already stored as its family's current one under `jti`, expiring when that statement said. */
   signRefreshStored(jti: string, userId: string, familyId: string, term: RefreshTerm): SignedToken {
     return this.sign('refresh', userId, familyId, term.issuedAt, Math.floor(term.expiresAt.getTime() / 1000), jti)
   }
