@@ -57,8 +57,7 @@ const notAuthenticated = () =>
  */
 const VERIFIED_TOKEN_CACHE_SIZE = 1000
 
-/** `cacheSize` 0: no verification cache. */
-function jwtPluginOptions(config: Config['jwt'], cacheSize: number) {
+function jwtPluginOptions(config: Config['jwt']) {
   const kid = config.algorithm === 'HS256' ? undefined : jwkThumbprint(config.publicKeyObject.export({ format: 'jwk' }))
   const common = {
     sign: { algorithm: config.algorithm, ...(kid ? { kid } : {}) },
@@ -72,7 +71,7 @@ function jwtPluginOptions(config: Config['jwt'], cacheSize: number) {
       ],
       ...(config.issuer ? { allowedIss: config.issuer } : {}),
       ...(config.audience ? { allowedAud: config.audience } : {}),
-      cache: cacheSize > 0 ? cacheSize : false,
+      cache: VERIFIED_TOKEN_CACHE_SIZE,
     },
   }
   const secret =
@@ -122,10 +121,11 @@ async function assertPrincipalAdmitted(request: FastifyRequest, reply: FastifyRe
  */
 export default fp(
   async function authenticationPlugin(app: FastifyInstance, options: { config: Config }) {
-    await app.register(fastifyJwt, jwtPluginOptions(options.config.jwt, VERIFIED_TOKEN_CACHE_SIZE))
+    const jwtOptions = jwtPluginOptions(options.config.jwt)
+    await app.register(fastifyJwt, jwtOptions)
     // A refresh token is verified once in its life (it is spent then): remembering it would only
     // push the access tokens, which come back with every request, out of the cache.
-    await app.register(fastifyJwt, { ...jwtPluginOptions(options.config.jwt, 0), namespace: 'refresh' })
+    await app.register(fastifyJwt, { ...jwtOptions, verify: { ...jwtOptions.verify, cache: false }, namespace: 'refresh' })
     app.decorate('tokens', new TokenSigner(app.jwt, options.config, app.jwt.refresh))
     app.decorateRequest('auth', null as unknown as AuthContext)
     app.decorateRequest('tokenClaims', null as unknown as TokenClaims)
