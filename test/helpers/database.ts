@@ -16,12 +16,13 @@ let shared: Promise<DatabaseHandle> | undefined
 export const runSchemaPrefix = (runPid: number): string => `test_run${runPid}_`
 export const workerSchema = (): string => `${runSchemaPrefix(process.ppid)}${process.env.VITEST_POOL_ID ?? process.pid}`
 
-async function openPostgres(url: string, schema: string): Promise<DatabaseHandle> {
+/** A pool on `schema` of the server at `url`, the schema dropped and made anew first. */
+export async function openPostgres(url: string, schema: string, poolSize = 10): Promise<DatabaseHandle> {
   const admin = createPostgresDatabase({ connectionString: url, poolSize: 1 })
   await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
   await sql`CREATE SCHEMA ${sql.id(schema)}`.execute(admin.db)
   await admin.db.destroy()
-  return createPostgresDatabase({ connectionString: url, poolSize: 10, schema })
+  return createPostgresDatabase({ connectionString: url, poolSize, schema })
 }
 
 /**

@@ -5,10 +5,11 @@ import { migrationProvider } from '../../db/migrations/index.js'
 import { seedDemoData } from '../../db/seed/demo.js'
 import { buildApp } from '../../src/app.js'
 import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
-import { createEmbeddedDatabase, createPostgresDatabase, type DatabaseHandle } from '../../src/db/database.js'
+import { newJti } from '../../src/auth/tokens.js'
+import { createEmbeddedDatabase, type DatabaseHandle } from '../../src/db/database.js'
 import { DEMO, problemOf, testConfig } from '../helpers/app.js'
-import { workerSchema } from '../helpers/database.js'
-import { forgeHs256 } from '../helpers/jwt.js'
+import { openPostgres, workerSchema } from '../helpers/database.js'
+import { accessClaims, forgeHs256 } from '../helpers/jwt.js'
 
 /**
  * Migration 0005 moves each family's live refresh token from `refresh_tokens` into the family row.
@@ -23,21 +24,12 @@ const migrator = () =>
 
 async function openFreshDatabase(): Promise<DatabaseHandle> {
   const url = process.env.TEST_DATABASE_URL
-  if (!url) return createEmbeddedDatabase('memory://')
-  const admin = createPostgresDatabase({ connectionString: url, poolSize: 1 })
-  await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
-  await sql`CREATE SCHEMA ${sql.id(schema)}`.execute(admin.db)
-  await admin.db.destroy()
-  return createPostgresDatabase({ connectionString: url, poolSize: 2, schema })
+  return url ? openPostgres(url, schema, 2) : createEmbeddedDatabase('memory://')
 }
-
-const newJti = () => randomUUID().replaceAll('-', '')
 
 /** A refresh token as the service signed them before and after 0005 (same claims, same key). */
-function refreshToken(jti: string, familyId: string): string {
-  const now = Math.floor(Date.now() / 1000)
-  return forgeHs256({ token_type: 'refresh', exp: now + 3_600, iat: now, jti, user_id: DEMO.users.alice, fid: familyId })
-}
+const refreshToken = (jti: string, familyId: string): string =>
+  forgeHs256(accessClaims(DEMO.users.alice, familyId, { token_type: 'refresh', jti }))
 
 const family = { id: randomUUID(), spent: newJti(), live: newJti() }
 
