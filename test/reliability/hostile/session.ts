@@ -44,11 +44,20 @@ function claimsOf(payload: string): Record<string, unknown> | undefined {
   }
 }
 
+/**
+ * A spelling of the token the service must refuse. A mutation that leaves the token as it was (the
+ * confirmation link's token is already lower case) becomes a flipped character instead.
+ */
 function mutateToken(token: string, mutation: string, n: number): string {
+  const mutated = applyMutation(token, mutation, n)
+  return mutated === token ? applyMutation(token, 'flip', n) : mutated
+}
+
+function applyMutation(token: string, mutation: string, n: number): string {
   const [header = '', payload = '', signature = ''] = token.split('.')
   const claims = claimsOf(payload)
   // The confirmation link's token is no JWT: the JWT-specific mutations become a flipped character.
-  if (!claims && ['none', 'resign', 'payload'].includes(mutation)) return mutateToken(token, 'flip', n)
+  if (!claims && ['none', 'resign', 'payload'].includes(mutation)) return applyMutation(token, 'flip', n)
   switch (mutation) {
     case 'cut': return token.slice(0, 1 + (n % (token.length - 1)))
     case 'flip': {
