@@ -46,6 +46,17 @@ export function newJti(): string {
 const nowSeconds = (): number => Math.floor(Date.now() / 1000)
 
 /**
+ * Whether the signature is spelled the one way base64url spells its bytes. fast-jwt decodes it
+ * leniently, so a token whose last character differs in the unused low bits verifies as the token
+ * it came from: a second spelling we never issued, which would slip past anything keyed by the
+ * token's text (our verification cache, a gateway's block list).
+ */
+export function hasCanonicalSignature(token: string): boolean {
+  const signature = token.slice(token.lastIndexOf('.') + 1)
+  return Buffer.from(signature, 'base64url').toString('base64url') === signature
+}
+
+/**
  * Signs and checks the service's tokens; the JWT plugin holds the keys and pinned algorithm.
  * Refresh tokens may be checked by another instance of it (same keys and checks, no cache).
  */
@@ -74,6 +85,7 @@ export class TokenSigner {
 
   /** The claims of a token of the expected type, or undefined when it is not valid for that use. */
   verify(token: string, expected: TokenType): TokenClaims | undefined {
+    if (!hasCanonicalSignature(token)) return undefined
     let claims: Partial<TokenClaims>
     try {
       claims = (expected === 'refresh' ? this.refreshJwt : this.jwt).verify<Partial<TokenClaims>>(token)

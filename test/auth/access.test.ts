@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { testDatabase } from '../helpers/database.js'
 import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
-import { accessClaims, decodeClaims, decodeHeader, forgeHs256, forgeUnsigned, forgeWithKey } from '../helpers/jwt.js'
+import { accessClaims, decodeClaims, decodeHeader, forgeHs256, forgeUnsigned, forgeWithKey, respellSignature } from '../helpers/jwt.js'
 
 const ctx = useTestApp()
 const ROUTE = '/api/company/v1/get-user-companies'
@@ -53,6 +53,14 @@ describe('the JWT check on authenticated routes', () => {
     }
     problemOf(await get({ authorization: 'Bearer' }), 401, 'token_not_valid')
     problemOf(await get({ authorization: 'Bearer a b' }), 401, 'token_not_valid')
+  })
+
+  it('refuses a valid token whose signature is spelled another way for the same bytes', async () => {
+    const { access } = await aliceFamily()
+    expect((await get(bearer(access))).statusCode).toBe(200)
+    const respelled = respellSignature(access)
+    expect(Buffer.from(respelled.split('.')[2] ?? '', 'base64url')).toEqual(Buffer.from(access.split('.')[2] ?? '', 'base64url'))
+    problemOf(await get(bearer(respelled)), 401, 'token_not_valid')
   })
 
   it('cuts off a disabled user at once, and a revoked family', async () => {

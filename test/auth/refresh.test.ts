@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import { describe, expect, it } from 'vitest'
 import { testDatabase } from '../helpers/database.js'
 import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
-import { decodeClaims, forgeHs256 } from '../helpers/jwt.js'
+import { decodeClaims, forgeHs256, respellSignature } from '../helpers/jwt.js'
 
 const ctx = useTestApp()
 const refresh = (token: unknown) =>
@@ -82,6 +82,13 @@ describe('POST /api/auth/v1/token/refresh', () => {
     ]) {
       problemOf(await refresh(token), 401, 'token_not_valid')
     }
+  })
+
+  it('refuses a second spelling of the current refresh token, without spending it or revoking its family', async () => {
+    const tokens = await obtainTokens(ctx.app, 'alice@acme.example', DEMO_PASSWORD)
+    problemOf(await refresh(respellSignature(tokens.refresh)), 401, 'token_not_valid')
+    expect((await refresh(tokens.refresh)).statusCode).toBe(200)
+    expect((await companies(tokens.access)).statusCode).toBe(200)
   })
 
   it('refuses the refresh of a user disabled since login, and any refresh after a password change', async () => {

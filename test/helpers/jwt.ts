@@ -19,6 +19,19 @@ export function forgeWithKey(claims: object, alg: 'RS256' | 'EdDSA', privateKey:
   return `${unsigned}.${signature.toString('base64url')}`
 }
 
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+
+/**
+ * The token with its signature's last character spelled another way that decodes to the same bytes
+ * (its lowest bit is padding when the signature's length is not a multiple of 4, as for HS256's 43).
+ */
+export function respellSignature(token: string): string {
+  const signature = token.slice(token.lastIndexOf('.') + 1)
+  if (signature.length % 4 === 0) throw new Error('this signature has no padding bits to respell')
+  const last = BASE64URL.indexOf(signature.at(-1) ?? '')
+  return `${token.slice(0, -1)}${BASE64URL[last ^ 1]}`
+}
+
 export function decodeClaims(token: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>
 }
