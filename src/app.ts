@@ -17,6 +17,7 @@ import { openDatabase } from './db/open.js'
 import type { DatabaseHandle } from './db/database.js'
 import { installStrictFormats } from './lib/formats.js'
 import { buildLazySerializers } from './lib/lazy-serializers.js'
+import { wellFormedJsonParser } from './lib/well-formed-json.js'
 import { loggerOptions, RequestLogController, type LogDestination } from './logging.js'
 import marketplaceRoutes from './marketplace/plugin.js'
 import authenticationPlugin from './plugins/authentication.js'
@@ -96,6 +97,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   })
   // JSON only (§1): without its text/plain parser, any other media type is 415 before validation.
   app.removeContentTypeParser('text/plain')
+  const parseJson = wellFormedJsonParser(app.getDefaultJsonParser('error', 'error'))
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJson)
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
   await app.register(drainingPlugin)

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { confirmMigrationRouteSchema } from '../../schemas/registration.js'
 import type { Config } from '../config.js'
 import { emptyBodyAsObject } from '../lib/optional-body.js'
+import { wellFormedJsonParser } from '../lib/well-formed-json.js'
 import { confirmMigratedAccount } from './confirmation.js'
 
 export interface RegistrationPluginOptions {
@@ -14,7 +15,7 @@ export interface RegistrationPluginOptions {
  * `application/json` body is `{}` here instead of a parse error (encapsulated to this plugin).
  */
 function acceptEmptyJson(app: FastifyInstance): void {
-  const parseJson = app.getDefaultJsonParser('error', 'error')
+  const parseJson = wellFormedJsonParser(app.getDefaultJsonParser('error', 'error'))
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body.length === 0) done(null, {})

@@ -5,6 +5,7 @@ import type { Config } from '../config.js'
 import { isDatabaseUnavailable } from '../db/errors.js'
 import { Coalescer } from '../lib/coalescer.js'
 import { problem } from '../lib/problem.js'
+import { wellFormedJsonParser } from '../lib/well-formed-json.js'
 import { hasValidContentHmac, matchesAnySecret } from './authenticity.js'
 import { receiveEsignDeliveries, type DeliveryReceipt, type IncomingDelivery } from './esign-delivery.js'
 
@@ -36,8 +37,9 @@ const DELIVERY_BATCHING = { maxBatch: 16, maxInFlight: 2 }
  * Every other media type is 415.
  */
 const webhookRoutes: FastifyPluginAsyncTypebox<WebhookPluginOptions> = async (app, { config }) => {
-  // Fastify's own parser, for the same errors (empty, invalid) and prototype-poisoning protection.
-  const defaultJsonParser = app.getDefaultJsonParser('error', 'error') as JsonParser
+  // Fastify's own parser, for the same errors (empty, invalid) and prototype-poisoning protection,
+  // refusing lone surrogates as every JSON body is.
+  const defaultJsonParser = wellFormedJsonParser(app.getDefaultJsonParser('error', 'error')) as JsonParser
   const parseJson = (request: FastifyRequest, raw: Buffer) =>
     new Promise<unknown>((resolve, reject) => {
       defaultJsonParser(request, raw.toString('utf8'), (error, body) => (error ? reject(error) : resolve(body)))

@@ -42,6 +42,11 @@ describe('POST /api/auth/v1/login', () => {
     expect(body.errors).toMatchObject({ email: expect.any(Array), password: ['This field is required.'] })
   })
 
+  it('answers 400 invalid, not 401, to a password with a lone surrogate', async () => {
+    const body = problemOf(await postLogin({ email: 'alice@acme.example', password: `${DEMO_PASSWORD}\udfff` }), 400, 'invalid')
+    expect(Object.keys(body.errors as object)).toEqual(['password'])
+  })
+
   it('lets a migrated, confirmed user log in with the old password', async () => {
     const response = await postLogin({ email: 'lucas@legacy.example', password: LEGACY_DEMO_PASSWORD })
     expect(response.statusCode).toBe(200)

@@ -185,6 +185,15 @@ describe('POST /api/company/v1/{company_role_id}/customers/{id}', () => {
     }
   })
 
+  it('answers 400 invalid with the field to a lone surrogate, stores nothing, and keeps a surrogate pair whole', async () => {
+    const id = randomUUID()
+    const body = problemOf(await save(id, { ...zetaValid(), name: 'Zeta \udc00 Ltda' }), 400, 'invalid')
+    expect(body.errors).toEqual({ name: ['Text must be valid Unicode: a lone surrogate (\\ud800–\\udfff) is not a character.'] })
+    expect(await stored(id)).toBeUndefined()
+    expect((await save(id, { ...zetaValid(), name: 'Zeta \ud83d\ude00 Ltda' })).statusCode).toBe(201)
+    expect((await stored(id))?.name).toBe('Zeta 😀 Ltda')
+  })
+
   it('answers 400 to a malformed id and 415 to a body that is not JSON', async () => {
     expect(Object.keys(problemOf(await save('not-a-uuid', zetaValid()), 400, 'invalid').errors as object)).toEqual(['id'])
     const form = await context.app.inject({

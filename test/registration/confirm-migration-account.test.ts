@@ -127,6 +127,8 @@ describe('POST /api/registration/v1/confirm-migration-account/{uidb64}/{token}',
       ['a password of 7 characters', { password: '1234567' }],
       ['a password of 1025 characters', { password: 'x'.repeat(1025) }],
       ['a password that is not a string', { password: 12345678 }],
+      // pg would hash U+FFFD in its place: any other lone surrogate would then log in too.
+      ['a password with a lone surrogate', { password: 'new-pass\ud800word' }],
     ])('answers 400 invalid with errors.password for %s, and does not spend the link', async (_case, payload) => {
       const link = await linkFor(MARIA)
       const body = problemOf(await confirm(link, payload), 400, 'invalid')

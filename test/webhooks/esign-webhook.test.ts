@@ -226,6 +226,24 @@ describe('POST /webhook/esign/{secret}/', () => {
     expect((await envelopeState(PENDING_ENVELOPE)).signers.map((signer) => signer.status)).toEqual(['signed', 'signed'])
   })
 
+  it('answers 400 to a lone surrogate in any string and stores nothing; a surrogate pair is kept whole', async () => {
+    // JSON.stringify spells a lone surrogate as an escape (\udc00), as a provider's encoder may.
+    const cases: [unknown, string][] = [
+      [notification('sign', T1, { key: 'ﬀ\udc00ab' }), 'document.key'],
+      [notification('sign', T1, { signer: `${BOB}\ud800` }), 'event.data.signer.email'],
+      [{ ...notification('sign', T1, { signer: BOB }), ['extra\udfff']: 1 }, 'non_field_errors'],
+    ]
+    for (const [body, field] of cases) {
+      const problem = problemOf(await postWebhook(context.app, body), 400, 'invalid')
+      expect(Object.keys(problem.errors as object)).toEqual([field])
+    }
+    expect(await storedDeliveries()).toHaveLength(0)
+
+    const emojiKey = 'envelope-\ud83d\ude00-ﬀ-ab'
+    expect((await postWebhook(context.app, notification('sign', T1, { key: emojiKey }))).statusCode).toBe(201)
+    expect((await storedDeliveries()).map((delivery) => delivery.envelope_key)).toEqual([emojiKey])
+  })
+
   it('answers 415 for another media type', async () => {
     const body = JSON.stringify(notification('sign', T1, { signer: BOB }))
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
