@@ -97,9 +97,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   })
   // JSON only (§1): without its text/plain parser, any other media type is 415 before validation.
   app.removeContentTypeParser('text/plain')
-  const parseJson = wellFormedJsonParser(app.getDefaultJsonParser('error', 'error'))
   app.removeContentTypeParser('application/json')
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJson)
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, wellFormedJsonParser(app))
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
   await app.register(drainingPlugin)

@@ -40,8 +40,13 @@ const loneSurrogate = (path: string) =>
     extra: { errors: { [path]: ['Text must be valid Unicode: a lone surrogate (\\ud800–\\udfff) is not a character.'] } },
   })
 
-/** Fastify's JSON parser, refusing a body with a lone surrogate in any key or string (400). */
-export function wellFormedJsonParser(parse: JsonParser): JsonParser {
+/**
+ * Fastify's own JSON parser (its errors for an empty or invalid body, prototype poisoning refused),
+ * refusing a body with a lone surrogate in any key or string (400). Every JSON parser of the
+ * service is this one, so that they all refuse the same bodies.
+ */
+export function wellFormedJsonParser(app: FastifyInstance): JsonParser {
+  const parse = app.getDefaultJsonParser('error', 'error')
   return (request, body, done) => {
     parse(request, body, (error, value) => {
       if (error) return done(error, undefined)

@@ -15,7 +15,7 @@ export interface RegistrationPluginOptions {
  * `application/json` body is `{}` here instead of a parse error (encapsulated to this plugin).
  */
 function acceptEmptyJson(app: FastifyInstance): void {
-  const parseJson = wellFormedJsonParser(app.getDefaultJsonParser('error', 'error'))
+  const parseJson = wellFormedJsonParser(app)
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body.length === 0) done(null, {})

@@ -39,7 +39,7 @@ const DELIVERY_BATCHING = { maxBatch: 16, maxInFlight: 2 }
 const webhookRoutes: FastifyPluginAsyncTypebox<WebhookPluginOptions> = async (app, { config }) => {
   // Fastify's own parser, for the same errors (empty, invalid) and prototype-poisoning protection,
   // refusing lone surrogates as every JSON body is.
-  const defaultJsonParser = wellFormedJsonParser(app.getDefaultJsonParser('error', 'error')) as JsonParser
+  const defaultJsonParser = wellFormedJsonParser(app) as JsonParser
   const parseJson = (request: FastifyRequest, raw: Buffer) =>
     new Promise<unknown>((resolve, reject) => {
       defaultJsonParser(request, raw.toString('utf8'), (error, body) => (error ? reject(error) : resolve(body)))
