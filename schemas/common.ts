@@ -22,35 +22,17 @@ export const StringEnum = <const T extends readonly string[]>(values: T, options
 /** RFC 9457 problem details, with DRF's `detail` and a stable machine `code`. */
 export const Problem = Type.Object(
   {
-    type: Type.String({ description: 'URI naming the problem type' }),
+    type: Type.String({ description: 'URI naming the problem type: `urn:problem:<code>`' }),
     title: Type.String({ description: 'Short summary of the HTTP status' }),
-    status: Type.Integer(),
+    status: Type.Integer({ description: 'The HTTP status, repeated' }),
     detail: Type.String({ description: 'Human-readable explanation' }),
     code: Type.String({ description: 'Stable machine-readable error code' }),
     errors: Type.Optional(
-      Type.Record(Type.String(), Type.Array(Type.String()), { description: 'Validation messages per field path' }),
+      Type.Record(Type.String(), Type.Array(Type.String()), { description: 'With `invalid`: the messages per field path (`email`, `document.key`, `non_field_errors`)' }),
     ),
   },
   { $id: 'Problem', additionalProperties: true, description: 'Problem details (application/problem+json)' },
 )
-
-const problemRef = (description: string) => Type.Ref('Problem', { description })
-
-/** Error responses shared by every route; each route adds the ones it can answer. */
-export const Errors = {
-  400: problemRef('Invalid input (code `invalid`, with `errors` per field) or unreadable JSON (`parse_error`)'),
-  401: problemRef('Missing (`not_authenticated`) or invalid (`token_not_valid`) credentials'),
-  403: problemRef('The membership lacks a permission (`permission_denied`) or the role is of the wrong kind (`wrong_role`)'),
-  404: problemRef('Not found, or outside the caller\'s reach (`not_found`)'),
-  409: problemRef('Conflict with the current state'),
-  413: problemRef('Body too large (`payload_too_large`)'),
-  415: problemRef('Body is not application/json (`unsupported_media_type`)'),
-  429: problemRef('Too many attempts (`throttled`), see Retry-After'),
-  503: problemRef('Database unreachable (`service_unavailable`), see Retry-After'),
-} as const
-
-/** The errors any authenticated route can answer. */
-export const AuthenticatedErrors = { 400: Errors[400], 401: Errors[401], 503: Errors[503] } as const
 
 /**
  * Put `[OPTIONAL_BODY]: true` in a route schema whose body may be left out: @fastify/swagger always

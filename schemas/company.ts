@@ -1,5 +1,7 @@
 import { Type } from '@sinclair/typebox'
-import { AuthenticatedErrors, Nullable, StringEnum, Uuid } from './common.js'
+import { Nullable, StringEnum, Uuid } from './common.js'
+import { ACME_COMPANIES, DELTA_COMPANIES } from './examples.js'
+import { BEARER_PROBLEMS, jsonResponse, routeResponses } from './responses.js'
 
 export const PermissionName = StringEnum(['documents', 'bank_accounts', 'customers', 'marketplace', 'chat', 'admin'])
 
@@ -20,7 +22,17 @@ export const UserCompanies = Type.Array(UserCompany)
 
 export const userCompaniesRouteSchema = {
   tags: ['company'],
+  operationId: 'getUserCompanies',
   summary: "The caller's companies and active company roles",
-  description: 'Ordered by company name.',
-  response: { 200: UserCompanies, 401: AuthenticatedErrors[401], 503: AuthenticatedErrors[503] },
+  description:
+    'Ordered by company name. Each role\'s `company_role_id` is the id the company-role routes take in their path.',
+  response: routeResponses(
+    {
+      200: jsonResponse("The caller's companies, each with the company roles the caller is an active member of", UserCompanies, {
+        alice: { summary: 'alice@acme.example: Acme seller, admin', value: ACME_COMPANIES },
+        dave: { summary: 'dave@delta.example: Delta buyer and Delta seller', value: DELTA_COMPANIES },
+      }),
+    },
+    BEARER_PROBLEMS,
+  ),
 }

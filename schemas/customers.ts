@@ -1,9 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { Errors, Nullable, StringEnum, Timestamp, Uuid } from './common.js'
+import { DEMO } from '../db/seed/ids.js'
+import { Nullable, StringEnum, Timestamp, Uuid } from './common.js'
+import { CUSTOMER, CUSTOMER_REQUEST, NEW_CUSTOMER_ID } from './examples.js'
+import {
+  BEARER_PROBLEMS, BODY_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, when, withExample, withExamples,
+} from './responses.js'
 
 export const CustomerParams = Type.Object({
-  company_role_id: Uuid,
-  id: Uuid,
+  company_role_id: withExample(Uuid, DEMO.roles.acmeSeller),
+  id: withExample(Type.String({ format: 'uuid', description: "The client's own id for this customer (a UUID it chose)" }), NEW_CUSTOMER_ID),
 })
 
 export const CustomerRequest = Type.Object({
@@ -43,6 +48,7 @@ export const Customer = Type.Object(
 )
 
 export const saveCustomerRouteSchema = {
+  operationId: 'saveCustomer',
   tags: ['company'],
   summary: "Create or update one of the seller's customers",
   description:
@@ -53,16 +59,32 @@ export const saveCustomerRouteSchema = {
     'another customer of the role already has is `409 duplicate_customer` (with that `customer_id`). An `id` used ' +
     'by another company role is `404`. Invalid check digits, e-mail or phone are `400 invalid` with `errors` per field.',
   params: CustomerParams,
-  body: CustomerRequest,
-  response: {
-    201: Customer,
-    400: Errors[400],
-    401: Errors[401],
-    403: Type.Ref('Problem', { description: 'Not a seller role (`wrong_role`) or no `customers` permission (`permission_denied`)' }),
-    404: Errors[404],
-    409: Type.Ref('Problem', { description: '`tax_id_immutable` or `duplicate_customer`' }),
-    413: Errors[413],
-    415: Errors[415],
-    503: Errors[503],
-  },
+  body: withExamples(CustomerRequest, {
+    zeta: { summary: 'A CNPJ customer, punctuation as typed', value: CUSTOMER_REQUEST },
+    person: { summary: 'A CPF customer without e-mail or phone', value: { name: 'João da Silva', tax_id: '529.982.247-25' } },
+  }),
+  response: routeResponses(
+    { 201: jsonResponse('The customer as stored (created, updated or unchanged)', Customer, { zeta: { summary: 'Zeta saved for Acme seller', value: CUSTOMER } }) },
+    [
+      invalid(
+        { tax_id: ['Not a valid CNPJ: the check digits do not match.'] },
+        'A path id is not a UUID, or a field is malformed: `tax_id` check digits, `email`, `phone` (E.164)…',
+      ),
+      ...BODY_PROBLEMS,
+      ...BEARER_PROBLEMS,
+      when(Problems.permissionDenied, 'The membership lacks the `customers` permission'),
+      when({ ...Problems.wrongRole, detail: 'This action is for a seller company role.' }, '`company_role_id` is a buyer role'),
+      when(Problems.notFound, 'Not a member of `company_role_id`, or `id` names a customer of another company role'),
+      {
+        status: 409, code: 'tax_id_immutable', detail: 'The tax_id of an existing customer cannot be changed.',
+        when: 'The customer exists with another `tax_id`; `current_tax_id` is the stored one',
+        extra: { current_tax_id: '11444777000161' },
+      },
+      {
+        status: 409, code: 'duplicate_customer', detail: 'Another customer of this company role has this tax_id.',
+        when: 'Another customer of the role has this `tax_id`; `customer_id` names it',
+        extra: { customer_id: DEMO.customers.acmeCompany },
+      },
+    ],
+  ),
 }

@@ -1,7 +1,12 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { KYC_TYPES, KYC_VALIDITY_DAYS } from '../src/company/kyc-rules.js'
 import type { KycType } from '../src/db/types.js'
-import { DateOnly, Errors, Nullable, OPTIONAL_BODY, StringEnum, Timestamp, Uuid } from './common.js'
+import { DEMO } from '../db/seed/ids.js'
+import { DateOnly, Nullable, OPTIONAL_BODY, StringEnum, Timestamp, Uuid } from './common.js'
+import { ACME_CHECK_DOCUMENTS, SOLICITATION, SOLICITATION_REQUEST } from './examples.js'
+import {
+  BEARER_PROBLEMS, BODY_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, when, withExample, withExamples,
+} from './responses.js'
 
 const validityList = KYC_TYPES.map((type) => {
   const days = KYC_VALIDITY_DAYS[type]
@@ -46,9 +51,11 @@ export const CheckDocumentsResponse = Type.Object({
   open_solicitation: Nullable(OpenSolicitationSummary),
 })
 
+const SellerId = Type.String({ format: 'uuid', description: 'Company role id of an active seller' })
+
 export const CheckDocumentsParams = Type.Object({
-  company_role_id: Uuid,
-  seller_id: Type.String({ format: 'uuid', description: 'Company role id of an active seller' }),
+  company_role_id: withExample(Uuid, DEMO.roles.betaBuyer),
+  seller_id: withExample(SellerId, DEMO.roles.acmeSeller),
 })
 
 export const SOLICITATION_MESSAGE_MAX = 2000
@@ -69,9 +76,9 @@ export const SolicitationRequest = Type.Object({
 export type SolicitationRequest = Static<typeof SolicitationRequest>
 
 export const SolicitationParams = Type.Object({
-  version: Type.String({ description: 'API version; only `v1` exists' }),
-  company_role_id: Uuid,
-  seller_id: Type.String({ format: 'uuid', description: 'Company role id of an active seller' }),
+  version: withExample(Type.String({ description: 'API version; only `v1` exists' }), 'v1'),
+  company_role_id: withExample(Uuid, DEMO.roles.betaBuyer),
+  seller_id: withExample(SellerId, DEMO.roles.acmeSeller),
 })
 
 export const SolicitationResponse = Type.Object({
@@ -85,22 +92,39 @@ export const SolicitationResponse = Type.Object({
   created_at: Timestamp,
 })
 
-const sellerNotFound = Type.Ref('Problem', {
-  description: "`not_found`: not a member of `company_role_id`, or `seller_id` is not an active seller's company role",
-})
+const sellerNotFound = when(
+  Problems.notFound,
+  "Not a member of `company_role_id`, or `seller_id` is not an active seller's company role",
+)
+
+const buyerProblems = [
+  ...BEARER_PROBLEMS,
+  when(Problems.permissionDenied, 'The membership lacks the `documents` permission'),
+  when(Problems.wrongRole, '`company_role_id` is a seller role'),
+  sellerNotFound,
+]
 
 export const checkDocumentsRouteSchema = {
+  operationId: 'checkSellerDocuments',
   tags: ['company'],
   summary: "A seller's KYC documents, as a buyer sees them",
   description:
     'Buyer role, `documents` permission. The latest document of each required type and its status, whether the set ' +
     'is complete, and the caller\'s open solicitation to this seller (or null).',
   params: CheckDocumentsParams,
-  response: { 200: CheckDocumentsResponse, 400: Errors[400], 401: Errors[401], 403: Errors[403], 404: sellerNotFound, 503: Errors[503] },
+  response: routeResponses(
+    {
+      200: jsonResponse("The seller's checklist", CheckDocumentsResponse, {
+        acme: { summary: 'Beta buyer checks Acme seller: the balance sheet has expired', value: ACME_CHECK_DOCUMENTS },
+      }),
+    },
+    [invalid({ seller_id: ['Must be a valid uuid.'] }, 'A path id is not a UUID'), ...buyerProblems],
+  ),
 }
 
 export const solicitationRouteSchema = {
   [OPTIONAL_BODY]: true,
+  operationId: 'requestSellerDocuments',
   tags: ['company'],
   summary: 'Ask a seller for KYC documents',
   description:
@@ -108,22 +132,33 @@ export const solicitationRouteSchema = {
     'for `document_types` (default: every type not approved, expired ones included). Explicit types are requested ' +
     'whatever their status. One open solicitation per buyer and seller. The body may be omitted (same as `{}`).',
   params: SolicitationParams,
-  body: SolicitationRequest,
-  response: {
-    201: SolicitationResponse,
-    400: Errors[400],
-    401: Errors[401],
-    403: Errors[403],
-    404: Type.Ref('Problem', {
-      description:
-        "`unsupported_version`: `version` is not `v1`; `not_found`: not a member of `company_role_id`, or `seller_id` is not an active seller's company role",
-    }),
-    409: Type.Ref('Problem', {
-      description:
-        '`solicitation_already_open` (with `solicitation_id`, the open one), or `nothing_to_request` (every type approved and no `document_types` given)',
-    }),
-    413: Errors[413],
-    415: Errors[415],
-    503: Errors[503],
-  },
+  body: withExamples(SolicitationRequest, {
+    balance_sheet: { summary: 'Ask Acme for its expired balance sheet', value: SOLICITATION_REQUEST },
+    defaults: { summary: 'Ask for every type not approved', value: {} },
+  }),
+  response: routeResponses(
+    {
+      201: jsonResponse('The solicitation, open', SolicitationResponse, {
+        balance_sheet: { summary: 'Beta buyer asked Acme seller for its balance sheet', value: SOLICITATION },
+      }),
+    },
+    [
+      invalid({ due_date: ['Must not be in the past.'] }, 'A path id is not a UUID, or a body field is malformed (`due_date` in the past, an unknown `document_types` entry…)'),
+      ...BODY_PROBLEMS,
+      ...buyerProblems,
+      {
+        status: 404, code: 'unsupported_version', detail: 'Unsupported API version; this route exists in v1.',
+        when: '`version` is not `v1`',
+      },
+      {
+        status: 409, code: 'solicitation_already_open', detail: 'An open document solicitation to this seller already exists.',
+        when: 'This buyer already has an open solicitation to this seller; `solicitation_id` names it',
+        extra: { solicitation_id: SOLICITATION.id },
+      },
+      {
+        status: 409, code: 'nothing_to_request', detail: 'Every required document of this seller is approved and valid.',
+        when: 'No `document_types` given and every required type is approved',
+      },
+    ],
+  ),
 }

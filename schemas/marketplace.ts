@@ -1,7 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { Errors, Nullable, StringEnum, Timestamp, Uuid } from './common.js'
+import { DEMO } from '../db/seed/ids.js'
+import { Nullable, StringEnum, Timestamp, Uuid } from './common.js'
+import { TITLE_1_DOCUMENTS } from './examples.js'
+import { BEARER_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, when, withExample } from './responses.js'
 
-export const TitleDocumentsParams = Type.Object({ company_role_id: Uuid, title_id: Uuid })
+export const TitleDocumentsParams = Type.Object({
+  company_role_id: withExample(Uuid, DEMO.roles.acmeSeller),
+  title_id: withExample(Uuid, DEMO.titles.t1),
+})
 export type TitleDocumentsParams = Static<typeof TitleDocumentsParams>
 
 export const TitleDocumentKind = StringEnum(['invoice', 'nfe_xml', 'assignment_contract', 'payment_slip', 'other'])
@@ -41,6 +47,7 @@ export const TitleDocument = Type.Object({
 export const TitleDocuments = Type.Array(TitleDocument)
 
 export const titleDocumentsRouteSchema = {
+  operationId: 'listTitleDocuments',
   tags: ['marketplace'],
   summary: "A title's documents and their signature state",
   description:
@@ -49,12 +56,17 @@ export const titleDocumentsRouteSchema = {
     '(an operation of that buyer). Anyone else gets `404`, as if the title did not exist. Documents are ordered by ' +
     '`uploaded_at`, then `id`; signers by their signing order.',
   params: TitleDocumentsParams,
-  response: {
-    200: TitleDocuments,
-    400: Errors[400],
-    401: Errors[401],
-    403: Errors[403],
-    404: Errors[404],
-    503: Errors[503],
-  },
+  response: routeResponses(
+    {
+      200: jsonResponse('The documents of the title', TitleDocuments, {
+        title1: { summary: 'Title 1 as Acme seller sees it: invoice, NF-e XML and a contract awaiting signatures', value: TITLE_1_DOCUMENTS },
+      }),
+    },
+    [
+      invalid({ title_id: ['Must be a valid uuid.'] }, 'A path id is not a UUID'),
+      ...BEARER_PROBLEMS,
+      when(Problems.permissionDenied, 'The membership lacks the `marketplace` permission'),
+      when(Problems.notFound, 'Not a member of `company_role_id`, or the title does not exist or is outside the role\'s reach'),
+    ],
+  ),
 }

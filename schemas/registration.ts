@@ -1,11 +1,19 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { SessionUser, TokenPairResponse } from './auth.js'
-import { Errors, OPTIONAL_BODY } from './common.js'
+import { OPTIONAL_BODY } from './common.js'
+import { DEMO_TOKENS, MARIA } from './examples.js'
+import { BODY_PROBLEMS, invalid, jsonResponse, routeResponses, withExample, withExamples } from './responses.js'
 
 /** Not constrained here: every malformed link must be the same `invalid_link`, not a validation error. */
 export const ConfirmMigrationParams = Type.Object({
-  uidb64: Type.String({ description: "URL-safe base64 (no padding) of the user's old integer id, or of their UUID" }),
-  token: Type.String({ description: '`<base36 timestamp>-<hash>`, as made by Django\'s PasswordResetTokenGenerator' }),
+  uidb64: withExample(
+    Type.String({ description: "URL-safe base64 (no padding) of the user's old integer id, or of their UUID" }),
+    'MTA0Mg',
+  ),
+  token: withExample(
+    Type.String({ description: '`<base36 timestamp>-<hash>`, as made by Django\'s PasswordResetTokenGenerator' }),
+    'cv8h1k-0f6e2a9d4c7b1e3f5a8d2c6b9e0f1a3d',
+  ),
 })
 export type ConfirmMigrationParams = Static<typeof ConfirmMigrationParams>
 
@@ -26,6 +34,7 @@ export const ConfirmMigrationResponse = Type.Object({
 
 export const confirmMigrationRouteSchema = {
   [OPTIONAL_BODY]: true,
+  operationId: 'confirmMigratedAccount',
   tags: ['registration'],
   summary: 'Confirm an account migrated from the old platform',
   description: [
@@ -42,6 +51,23 @@ export const confirmMigrationRouteSchema = {
     '`400 invalid_link`.',
   ].join('\n'),
   params: ConfirmMigrationParams,
-  body: ConfirmMigrationRequest,
-  response: { 201: ConfirmMigrationResponse, 400: Errors[400], 413: Errors[413], 415: Errors[415], 503: Errors[503] },
+  body: withExamples(ConfirmMigrationRequest, {
+    keep: { summary: 'Keep the password of the old platform', value: {} },
+    replace: { summary: 'Set a new password', value: { password: 'a new long passphrase' } },
+  }),
+  response: routeResponses(
+    {
+      201: jsonResponse('The account is confirmed and a session starts', ConfirmMigrationResponse, {
+        maria: { summary: 'maria@legacy.example (old id 1042, uidb64 `MTA0Mg`) confirmed', value: { ...DEMO_TOKENS, user: MARIA } },
+      }),
+    },
+    [
+      {
+        status: 400, code: 'invalid_link', detail: 'The confirmation link is invalid or has expired.',
+        when: 'A malformed `uidb64`, an unknown or already confirmed user, or a wrong, tampered, expired or used token',
+      },
+      invalid({ password: ['Must NOT have fewer than 8 characters.'] }, '`password` is not 8 to 1024 characters'),
+      ...BODY_PROBLEMS,
+    ],
+  ),
 }

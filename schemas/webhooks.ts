@@ -1,8 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { Errors, Nullable } from './common.js'
+import { Nullable } from './common.js'
+import { CLOSE_NOTIFICATION, SIGN_NOTIFICATION } from './examples.js'
+import { invalid, jsonResponse, Problems, routeResponses, when, withExample, withExamples } from './responses.js'
 
 export const EsignWebhookParams = Type.Object({
-  secret: Type.String({ description: 'One of `ESIGN_WEBHOOK_SECRETS`; anything else is `404`' }),
+  secret: withExample(Type.String({ description: 'One of `ESIGN_WEBHOOK_SECRETS`; anything else is `404`' }), 'demo-esign-secret'),
 })
 
 export const EsignWebhookHeaders = Type.Object({
@@ -48,6 +50,7 @@ export const EsignWebhookReceipt = Type.Object({
 })
 
 export const esignWebhookRouteSchema = {
+  operationId: 'receiveEsignNotification',
   tags: ['webhooks'],
   summary: 'E-signature provider notification',
   description: [
@@ -69,14 +72,27 @@ export const esignWebhookRouteSchema = {
   ].join('\n\n'),
   params: EsignWebhookParams,
   headers: EsignWebhookHeaders,
-  body: EsignNotification,
-  response: {
-    201: EsignWebhookReceipt,
-    400: Errors[400],
-    401: Type.Ref('Problem', { description: 'Missing or wrong `Content-Hmac` (`invalid_signature`)' }),
-    404: Type.Ref('Problem', { description: 'Unknown secret (`not_found`), as for an unknown route' }),
-    413: Errors[413],
-    415: Errors[415],
-    503: Errors[503],
-  },
+  body: withExamples(EsignNotification, {
+    sign: { summary: 'bob@beta.example signed the contract of title 1', value: SIGN_NOTIFICATION },
+    close: { summary: 'The envelope of title 1 was completed', value: CLOSE_NOTIFICATION },
+  }),
+  response: routeResponses(
+    {
+      201: jsonResponse('Stored (and applied, when new)', EsignWebhookReceipt, {
+        first: { summary: 'A new delivery', value: { received: true, duplicate: false } },
+        repeated: { summary: 'The same body again: nothing changed', value: { received: true, duplicate: true } },
+      }),
+    },
+    [
+      invalid({ 'event.occurred_at': ['Must be a valid date-time.'] }, 'The body is not a notification object (`event.name`, `event.occurred_at`, `document.key`)'),
+      { ...Problems.parseError },
+      {
+        status: 401, code: 'invalid_signature', detail: 'The Content-Hmac header is missing or does not match the body.',
+        when: 'With `ESIGN_WEBHOOK_HMAC_KEY` set: `Content-Hmac` is missing or wrong',
+      },
+      when(Problems.notFound, 'Unknown secret, as for a route that does not exist'),
+      when(Problems.payloadTooLarge, 'The body is over 1 MiB'),
+      Problems.unsupportedMediaType,
+    ],
+  ),
 }

@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http'
 import fastifySensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import { EXAMPLES_KEYWORD } from '../schemas/responses.js'
 import authRoutes from './auth/plugin.js'
 import {
   FallbackCounterStore,
@@ -64,7 +65,7 @@ function serverOptions(config: Config, options: BuildOptions): FastifyServerOpti
     // Response serializers compile on first use: see src/lib/lazy-serializers.ts.
     schemaController: { compilersFactory: { buildSerializer: buildLazySerializers } },
     ajv: {
-      customOptions: { removeAdditional: true, coerceTypes: false, allErrors: true },
+      customOptions: { removeAdditional: true, coerceTypes: false, allErrors: true, keywords: [EXAMPLES_KEYWORD] },
       onCreate: installStrictFormats,
     },
   }

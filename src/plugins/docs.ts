@@ -3,8 +3,9 @@ import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { OPTIONAL_BODY, Problem } from '../../schemas/common.js'
+import { BEARER_SCHEME, documentInfo, documentServers, documentTags, securitySchemes } from '../../schemas/document.js'
 
-const bearer = [{ bearerAuth: [] }]
+const bearer = [{ [BEARER_SCHEME]: [] }]
 
 type OpenApiDocument = { paths?: Record<string, Record<string, Record<string, unknown>>> }
 
@@ -30,23 +31,10 @@ export default fp(
     await app.register(fastifySwagger, {
       openapi: {
         openapi: '3.1.0',
-        info: {
-          title: 'Receivables-advance platform API',
-          version: '1.0.0',
-          description:
-            'Authentication, company data, marketplace, registration and the e-signature webhook. ' +
-            'Errors are RFC 9457 problem details (`application/problem+json`) with DRF-compatible `detail` and `code`. ' +
-            'Every route also answers with a trailing slash. Bodies are limited to 16 KiB (1 MiB on the webhook).',
-        },
-        components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
-        tags: [
-          { name: 'auth', description: 'Tokens (SimpleJWT-compatible)' },
-          { name: 'company', description: 'Company data, bank accounts, customers, chat' },
-          { name: 'marketplace', description: 'Titles and their documents' },
-          { name: 'registration', description: 'Migrated-account confirmation' },
-          { name: 'webhooks', description: 'Inbound provider notifications' },
-          { name: 'health', description: 'Liveness and readiness' },
-        ],
+        info: documentInfo,
+        servers: documentServers,
+        components: { securitySchemes },
+        tags: documentTags,
       },
       transformObject: (documentObject) =>
         'openapiObject' in documentObject

@@ -1,19 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
 import { sql } from 'kysely'
-import { Errors } from '../../schemas/common.js'
+import { livenessRouteSchema, readinessRouteSchema } from '../../schemas/health.js'
 import { problem } from '../lib/problem.js'
-
-const Status = Type.Object({ status: Type.Literal('ok') })
 
 /** Liveness (the process answers) and readiness (the database answers), both public. */
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.get('/live', { schema: { tags: ['health'], response: { 200: Status } }, config: { public: true }, logLevel: 'warn' }, async () => ({
+  app.get('/live', { schema: livenessRouteSchema, config: { public: true }, logLevel: 'warn' }, async () => ({
     status: 'ok' as const,
   }))
   app.get(
     '/ready',
-    { schema: { tags: ['health'], response: { 200: Status, 503: Errors[503] } }, config: { public: true }, logLevel: 'warn' },
+    { schema: readinessRouteSchema, config: { public: true }, logLevel: 'warn' },
     async () => {
       try {
         await sql`SELECT 1`.execute(app.db)

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { JsonWebKey } from 'node:crypto'
-import { Jwks } from '../../schemas/auth.js'
+import { jwksRouteSchema } from '../../schemas/auth.js'
 import type { Config } from '../config.js'
 
 /** RFC 7638 thumbprint: the key id the gateway matches against the token header's `kid`. */
@@ -21,7 +21,7 @@ const jwksRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { 
   const body = publicJwks(config.jwt)
   app.get(
     '/.well-known/jwks.json',
-    { schema: { tags: ['auth'], summary: 'Public keys of the token signer (JWKS)', response: { 200: Jwks } }, config: { public: true } },
+    { schema: jwksRouteSchema, config: { public: true } },
     async (request, reply) => {
       reply.header('cache-control', 'public, max-age=300')
       return body

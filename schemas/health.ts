@@ -1,0 +1,26 @@
+import { Type } from '@sinclair/typebox'
+import { jsonResponse, routeResponses, when, Problems } from './responses.js'
+
+const Status = Type.Object({ status: Type.Literal('ok') })
+const ok = { ok: { summary: 'Healthy', value: { status: 'ok' as const } } }
+
+export const livenessRouteSchema = {
+  operationId: 'checkLiveness',
+  tags: ['health'],
+  summary: 'Liveness: the process answers',
+  description: 'Public; never touches the database. For the orchestrator\'s liveness probe.',
+  response: routeResponses({ 200: jsonResponse('The process is up', Status, ok) }, []),
+}
+
+export const readinessRouteSchema = {
+  operationId: 'checkReadiness',
+  tags: ['health'],
+  summary: 'Readiness: the database answers',
+  description: 'Public; runs `SELECT 1`. For the load balancer\'s readiness probe: take the instance out of rotation on `503`.',
+  response: routeResponses({ 200: jsonResponse('Ready to serve', Status, ok) }, [
+    when(
+      { ...Problems.serviceUnavailable, detail: 'The database is not reachable.' },
+      'The database cannot be reached, or this instance is shutting down',
+    ),
+  ]),
+}
