@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
+    setupFiles: ['test/helpers/conformance-setup.ts'],
     pool: 'forks',
     // One database per worker, shared by the files that worker runs (see test/helpers/database.ts):
     // a new PGlite costs ~2.5 s and ~450 MB, too much to pay per file.

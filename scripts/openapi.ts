@@ -1,6 +1,7 @@
 // `npm run openapi [-- <file>]`: writes the OpenAPI document the service publishes at /docs/json,
 // built from the route schemas without a database (the pool points nowhere and is never used).
-import { writeFile } from 'node:fs/promises'
+import { mkdir, writeFile } from 'node:fs/promises'
+import path from 'node:path'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
 import { createPostgresDatabase } from '../src/db/database.js'
@@ -11,7 +12,10 @@ try {
   await app.ready()
   const text = `${JSON.stringify(app.swagger(), null, 2)}\n`
   const target = process.argv[2]
-  if (target) await writeFile(target, text)
+  if (target) {
+    await mkdir(path.dirname(target), { recursive: true })
+    await writeFile(target, text)
+  }
   else process.stdout.write(text)
 } finally {
   await app.close()

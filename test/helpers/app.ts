@@ -4,6 +4,7 @@ import { buildApp, type BuildOptions } from '../../src/app.js'
 import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { resetDatabase, testDatabase } from './database.js'
+import { recordConformance } from './openapi-conformance.js'
 
 export { DEMO } from '../../db/seed/ids.js'
 import { DEMO_PASSWORD } from '../../db/seed/demo.js'
@@ -20,6 +21,7 @@ export async function buildTestApp(env: Record<string, string> = {}, options: Bu
     counterStore: new MemoryCounterStore(),
     ...options,
   })
+  recordConformance(app)
   await app.ready()
   return app
 }

@@ -4,6 +4,7 @@ import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
 import { createPostgresDatabase, type DatabaseHandle } from '../../src/db/database.js'
 import { testConfig } from './app.js'
 import { testDatabase, workerSchema } from './database.js'
+import { recordConformance } from './openapi-conformance.js'
 
 export interface Instance {
   app: FastifyInstance
@@ -23,6 +24,7 @@ export async function startInstance(env: Record<string, string> = {}, withCounte
     database: handle,
     ...(withCounters ? { counterStore: new MemoryCounterStore() } : {}),
   })
+  recordConformance(app)
   await app.ready()
   return {
     app,

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import { createPostgresDatabase } from '../../src/db/database.js'
 import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp } from '../helpers/app.js'
+import { recordConformance } from '../helpers/openapi-conformance.js'
 
 const ctx = useTestApp()
 
@@ -111,6 +112,7 @@ describe('health, docs and failures', () => {
     await app.close()
     const unreachable = createPostgresDatabase({ connectionString: 'postgres://postgres@127.0.0.1:1/none', poolSize: 1 })
     const down = await buildApp(testConfig(), { database: unreachable })
+    recordConformance(down)
     try {
       const response = await down.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: bearer(tokens.access) })
       const body = problemOf(response, 503, 'service_unavailable')

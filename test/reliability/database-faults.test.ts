@@ -4,6 +4,7 @@ import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
 import { createPostgresDatabase, type DatabaseHandle } from '../../src/db/database.js'
 import { databaseUrl } from '../helpers/database-url.js'
 import { resetDatabase, testDatabase, workerSchema } from '../helpers/database.js'
+import { recordConformance } from '../helpers/openapi-conformance.js'
 import { CuttableProxy } from '../helpers/tcp-proxy.js'
 import { bearer, DEMO_PASSWORD, obtainTokens, testConfig } from '../helpers/app.js'
 import type { FastifyInstance } from 'fastify'
@@ -28,6 +29,7 @@ describe.skipIf(!serverUrl)('when the database goes away under traffic', () => {
       schema: workerSchema(),
     })
     app = await buildApp(testConfig(), { database: handle, counterStore: new MemoryCounterStore() })
+    recordConformance(app)
   })
 
   afterAll(async () => {
