@@ -13,7 +13,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**', 'bench/**'],
+    files: ['test/**', 'bench/**', 'examples/**'],
     rules: { 'no-console': 'off' },
   },
 )

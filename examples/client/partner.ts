@@ -1,0 +1,95 @@
+/**
+ * A partner's program, typed by the client generated from the service's OpenAPI document
+ * (schema.d.ts, by openapi-typescript) and calling it with openapi-fetch: log in, refresh, then read
+ * the companies (route 4), a seller's KYC checklist (route 7) and a title's documents (route 9).
+ *
+ *   npm start                                # the service with its demo data, in another terminal
+ *   npx tsx examples/client/partner.ts [http://localhost:3000]
+ */
+import createClient, { type Middleware } from 'openapi-fetch'
+import { pathToFileURL } from 'node:url'
+import type { components, paths } from './schema.js'
+
+type Problem = components['schemas']['Problem']
+
+export interface PartnerRun {
+  companies: string[]
+  buyerRoleId: string
+  sellerComplete: boolean
+  missing: string[]
+  documents: string[]
+}
+
+/** Keeps the current access token on every request; `refresh()` rotates the pair. */
+class Session {
+  access = ''
+  refreshToken = ''
+  readonly middleware: Middleware = {
+    onRequest: ({ request }) => {
+      if (this.access) request.headers.set('Authorization', `Bearer ${this.access}`)
+      return request
+    },
+  }
+}
+
+function failed(what: string, error: Problem | undefined, response: Response): Error {
+  return new Error(`${what}: ${response.status} ${error?.code ?? ''} ${error?.detail ?? ''}`.trim())
+}
+
+export async function runPartner(
+  baseUrl: string,
+  credentials: { email: string; password: string },
+  ids: { sellerId: string; titleId: string },
+): Promise<PartnerRun> {
+  const api = createClient<paths>({ baseUrl })
+  const session = new Session()
+  api.use(session.middleware)
+
+  // Route 1: a token pair.
+  const login = await api.POST('/api/auth/v1/token', { body: credentials })
+  if (!login.data) throw failed('login', login.error, login.response)
+  session.access = login.data.access
+  session.refreshToken = login.data.refresh
+
+  // Route 3: rotate before the access token expires (5 minutes); keep the new refresh token.
+  const refreshed = await api.POST('/api/auth/v1/token/refresh', { body: { refresh: session.refreshToken } })
+  if (!refreshed.data) throw failed('refresh', refreshed.error, refreshed.response)
+  session.access = refreshed.data.access
+  session.refreshToken = refreshed.data.refresh
+
+  // Route 4: the caller's companies; a buyer role's id drives the next calls.
+  const companies = await api.GET('/api/company/v1/get-user-companies')
+  if (!companies.data) throw failed('companies', companies.error, companies.response)
+  const buyer = companies.data.flatMap((company) => company.roles).find((role) => role.role === 'buyer')
+  if (!buyer) throw new Error(`${credentials.email} acts for no buyer role`)
+
+  // Route 7: the seller's KYC checklist, as this buyer sees it.
+  const check = await api.GET('/api/company/v1/{company_role_id}/buyer/check-documents/{seller_id}', {
+    params: { path: { company_role_id: buyer.company_role_id, seller_id: ids.sellerId } },
+  })
+  if (!check.data) throw failed('check-documents', check.error, check.response)
+
+  // Route 9: the documents of a title listed in the marketplace.
+  const documents = await api.GET('/api/v1/marketplace/{company_role_id}/title/{title_id}/documents', {
+    params: { path: { company_role_id: buyer.company_role_id, title_id: ids.titleId } },
+  })
+  if (!documents.data) throw failed('title documents', documents.error, documents.response)
+
+  return {
+    companies: companies.data.map((company) => company.name),
+    buyerRoleId: buyer.company_role_id,
+    sellerComplete: check.data.complete,
+    missing: check.data.documents.filter((document) => document.status !== 'approved').map((document) => document.type),
+    documents: documents.data.map((document) => `${document.kind} ${document.filename} (${document.signature?.status ?? 'unsigned'})`),
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  // Demo data: bob of Fundo Beta FIDC (buyer) looks at Acme's KYC and at Acme's listed title 1.
+  const run = await runPartner(
+    process.argv[2] ?? 'http://localhost:3000',
+    { email: 'bob@beta.example', password: 'Demo#2026!' },
+    { sellerId: '30000000-0000-4000-8000-000000000001', titleId: '50000000-0000-4000-8000-000000000001' },
+  )
+  console.log(JSON.stringify(run, null, 2))
+}
