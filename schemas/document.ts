@@ -4,9 +4,6 @@
  */
 
 const GETTING_STARTED = `
-The backend of the receivables-advance platform: authentication, company data, the marketplace,
-migrated-account confirmation and the e-signature webhook.
-
 ## Getting started
 
 **Base URL.** Every path below is relative to the address the gateway publishes for this API (the
