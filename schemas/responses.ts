@@ -12,13 +12,21 @@ import { CloneType, Type, type Static, type TSchema } from '@sinclair/typebox'
 export const JSON_MEDIA = 'application/json'
 export const PROBLEM_MEDIA = 'application/problem+json'
 
+/**
+ * Marks a response header the service always sends: the docs plugin turns it into the header
+ * object's `required: true` (@fastify/swagger puts every other key into the header's schema).
+ */
+export const HEADER_REQUIRED = 'x-required'
+
 interface HeaderSpec {
   type: 'string' | 'integer'
   description: string
+  [HEADER_REQUIRED]?: true
 }
 
 const REQUEST_ID: Record<string, HeaderSpec> = {
   'X-Request-Id': {
+    [HEADER_REQUIRED]: true,
     type: 'string',
     description: "The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request",
   },
@@ -26,9 +34,9 @@ const REQUEST_ID: Record<string, HeaderSpec> = {
 
 /** Extra headers an error status always carries (CONTRACT.md §1, §2). */
 const STATUS_HEADERS: Partial<Record<number, Record<string, HeaderSpec>>> = {
-  401: { 'WWW-Authenticate': { type: 'string', description: 'Always `Bearer realm="api"`' } },
-  429: { 'Retry-After': { type: 'integer', description: 'Seconds until a new attempt may succeed' } },
-  503: { 'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying' } },
+  401: { 'WWW-Authenticate': { [HEADER_REQUIRED]: true, type: 'string', description: 'Always `Bearer realm="api"`' } },
+  429: { 'Retry-After': { [HEADER_REQUIRED]: true, type: 'integer', description: 'Seconds until a new attempt may succeed' } },
+  503: { 'Retry-After': { [HEADER_REQUIRED]: true, type: 'integer', description: 'Seconds to wait before retrying' } },
 }
 
 export interface NamedExample<T> {

@@ -365,7 +365,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -382,7 +382,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -396,9 +396,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -420,7 +420,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -437,7 +437,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -451,9 +451,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -475,7 +475,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -499,7 +499,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -513,9 +513,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -545,7 +545,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -565,7 +565,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -579,9 +579,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -595,7 +595,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -609,7 +609,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -623,9 +623,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds until a new attempt may succeed */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -639,7 +639,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -653,9 +653,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -685,7 +685,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -742,7 +742,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -756,9 +756,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -772,7 +772,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -786,7 +786,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -800,9 +800,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds until a new attempt may succeed */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -816,7 +816,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -830,9 +830,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -860,7 +860,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -880,7 +880,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -894,9 +894,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -910,7 +910,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -924,7 +924,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -938,7 +938,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -952,9 +952,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -976,7 +976,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1012,9 +1012,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1028,7 +1028,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1042,9 +1042,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1077,7 +1077,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1151,7 +1151,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1166,9 +1166,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1183,7 +1183,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1197,7 +1197,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1211,7 +1211,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1225,9 +1225,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1279,7 +1279,7 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1325,7 +1325,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1340,9 +1340,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1357,7 +1357,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1372,7 +1372,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1387,7 +1387,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1401,7 +1401,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1415,7 +1415,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1429,7 +1429,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1443,9 +1443,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1478,7 +1478,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1508,7 +1508,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1523,9 +1523,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1539,7 +1539,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1553,7 +1553,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1567,7 +1567,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1581,9 +1581,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1616,7 +1616,7 @@ export interface operations {
             204: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1628,7 +1628,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1643,9 +1643,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1659,7 +1659,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1673,7 +1673,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1688,7 +1688,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1702,7 +1702,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1716,9 +1716,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1767,7 +1767,7 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1811,7 +1811,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1826,9 +1826,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1843,7 +1843,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1857,7 +1857,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1872,7 +1872,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1886,7 +1886,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1900,7 +1900,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1914,7 +1914,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1928,9 +1928,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1963,7 +1963,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2024,7 +2024,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2039,9 +2039,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2055,7 +2055,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2069,7 +2069,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2083,7 +2083,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2097,9 +2097,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2155,7 +2155,7 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2175,7 +2175,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2189,9 +2189,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2205,7 +2205,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2219,7 +2219,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2233,7 +2233,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2247,7 +2247,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2261,9 +2261,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2304,7 +2304,7 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2340,7 +2340,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2354,7 +2354,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2368,7 +2368,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2382,7 +2382,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2396,9 +2396,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -4,10 +4,29 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { OPTIONAL_BODY, Problem } from '../../schemas/common.js'
 import { BEARER_SCHEME, documentInfo, documentServers, documentTags, securitySchemes } from '../../schemas/document.js'
+import { HEADER_REQUIRED } from '../../schemas/responses.js'
 
 const bearer = [{ [BEARER_SCHEME]: [] }]
 
 type OpenApiDocument = { paths?: Record<string, Record<string, Record<string, unknown>>> }
+type HeaderObject = { required?: boolean; schema?: Record<string, unknown> }
+type Responses = Record<string, { headers?: Record<string, HeaderObject> }>
+
+/** Headers the service always sends (marked in schemas/responses.ts) are `required: true`. */
+function applyRequiredHeaders(document: OpenApiDocument): OpenApiDocument {
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      for (const response of Object.values((operation.responses ?? {}) as Responses)) {
+        for (const header of Object.values(response.headers ?? {})) {
+          if (!header.schema?.[HEADER_REQUIRED]) continue
+          delete header.schema[HEADER_REQUIRED]
+          header.required = true
+        }
+      }
+    }
+  }
+  return document
+}
 
 function applyOptionalBodies(document: OpenApiDocument): OpenApiDocument {
   for (const operations of Object.values(document.paths ?? {})) {
@@ -38,7 +57,7 @@ export default fp(
       },
       transformObject: (documentObject) =>
         'openapiObject' in documentObject
-          ? (applyOptionalBodies(documentObject.openapiObject as OpenApiDocument) as typeof documentObject.openapiObject)
+          ? (applyRequiredHeaders(applyOptionalBodies(documentObject.openapiObject as OpenApiDocument)) as typeof documentObject.openapiObject)
           : documentObject.swaggerObject,
       refResolver: { buildLocalReference: (json, baseUri, fragment, index) => String(json.$id ?? `def-${index}`) },
     })
