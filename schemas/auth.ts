@@ -46,7 +46,10 @@ const loginBody = withExamples(TokenRequest, {
 })
 
 const credentialProblems = [
-  invalid({ email: ['Must be a valid email.'], password: ['This field is required.'] }),
+  invalid(
+    { email: ['Must be a valid email.'], password: ['This field is required.'] },
+    '`email` or `password` is missing or malformed; `errors` lists the messages per field',
+  ),
   ...BODY_PROBLEMS,
   noActiveAccount,
   Problems.throttled,
@@ -94,7 +97,7 @@ export const refreshRouteSchema = {
   response: routeResponses(
     { 200: jsonResponse('A new access token and the next refresh token of the family', RefreshResponse, { alice: { summary: 'Rotated', value: DEMO_REFRESHED } }) },
     [
-      invalid({ refresh: ['This field is required.'] }),
+      invalid({ refresh: ['This field is required.'] }, '`refresh` is missing or not a string'),
       ...BODY_PROBLEMS,
       when(
         Problems.tokenNotValid,

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { SessionUser, TokenPairResponse } from './auth.js'
 import { OPTIONAL_BODY } from './common.js'
 import { DEMO_TOKENS, MARIA } from './examples.js'
-import { BODY_PROBLEMS, invalid, jsonResponse, routeResponses, withExample, withExamples } from './responses.js'
+import { invalid, jsonResponse, Problems, routeResponses, when, withExample, withExamples } from './responses.js'
 
 /** Not constrained here: every malformed link must be the same `invalid_link`, not a validation error. */
 export const ConfirmMigrationParams = Type.Object({
@@ -67,7 +67,9 @@ export const confirmMigrationRouteSchema = {
         when: 'A malformed `uidb64`, an unknown or already confirmed user, or a wrong, tampered, expired or used token',
       },
       invalid({ password: ['Must NOT have fewer than 8 characters.'] }, '`password` is not 8 to 1024 characters'),
-      ...BODY_PROBLEMS,
+      when(Problems.parseError, 'The body is not JSON (an empty body is `{}`)'),
+      Problems.payloadTooLarge,
+      Problems.unsupportedMediaType,
     ],
   ),
 }

@@ -559,7 +559,7 @@ export interface operations {
             };
             /**
              * @description Bad Request:
-             *     - `invalid`: A parameter or body field is missing or malformed; `errors` lists the messages per field path
+             *     - `invalid`: `email` or `password` is missing or malformed; `errors` lists the messages per field
              *     - `parse_error`: The body is not JSON (or is empty)
              */
             400: {
@@ -736,7 +736,7 @@ export interface operations {
             };
             /**
              * @description Bad Request:
-             *     - `invalid`: A parameter or body field is missing or malformed; `errors` lists the messages per field path
+             *     - `invalid`: `email` or `password` is missing or malformed; `errors` lists the messages per field
              *     - `parse_error`: The body is not JSON (or is empty)
              */
             400: {
@@ -874,7 +874,7 @@ export interface operations {
             };
             /**
              * @description Bad Request:
-             *     - `invalid`: A parameter or body field is missing or malformed; `errors` lists the messages per field path
+             *     - `invalid`: `refresh` is missing or not a string
              *     - `parse_error`: The body is not JSON (or is empty)
              */
             400: {
@@ -2335,7 +2335,7 @@ export interface operations {
              * @description Bad Request:
              *     - `invalid_link`: A malformed `uidb64`, an unknown or already confirmed user, or a wrong, tampered, expired or used token
              *     - `invalid`: `password` is not 8 to 1024 characters
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (an empty body is `{}`)
              */
             400: {
                 headers: {
