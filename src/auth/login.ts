@@ -1,7 +1,7 @@
 import type { Db } from '../db/types.js'
 import { problem } from '../lib/problem.js'
 import type { LoginThrottle } from './login-throttle.js'
-import { hashPassword, spendVerificationTime, verifyPassword } from './passwords.js'
+import { hashPassword, spendVerificationTime, verifyPassword, type VerifyResult } from './passwords.js'
 import { findUserByEmail, type LoginCandidate } from './repository.js'
 import { startLoginSession, type TokenPair } from './sessions.js'
 import type { TokenSigner } from './tokens.js'
@@ -29,19 +29,25 @@ interface VerifiedUser {
 }
 
 /**
- * Checks e-mail and password (§2 route 1). Every failure is the same 401 and costs one password
- * verification, so that neither the answer nor its time tells whether the e-mail exists.
+ * Checks e-mail and password (§2 route 1). The attempt is counted before its password is checked,
+ * so that concurrent guesses cannot all pass the limit. Every failure is the same 401 and costs one
+ * password verification, so that neither the answer nor its time tells whether the e-mail exists.
  */
 async function authenticate(db: Db, throttle: LoginThrottle, clientIp: string, email: string, password: string): Promise<VerifiedUser> {
-  await throttle.assertAllowed(clientIp, email)
-  const user = await findUserByEmail(db, email)
-  const verdict = user ? await verifyPassword(user.password_hash, password) : undefined
-  if (!user) await spendVerificationTime(password)
-  if (!user || !verdict?.valid || !canLogIn(user)) {
-    await throttle.recordFailure(clientIp, email)
-    throw noActiveAccount()
+  const reservation = await throttle.reserve(clientIp, email)
+  let user: LoginCandidate | undefined
+  let verdict: VerifyResult | undefined
+  try {
+    user = await findUserByEmail(db, email)
+    if (user) verdict = await verifyPassword(user.password_hash, password)
+    else await spendVerificationTime(password)
+  } catch (error) {
+    // Nothing was checked (busy hashing, database down): the attempt does not count.
+    await reservation.cancelled()
+    throw error
   }
-  await throttle.recordSuccess(clientIp, email)
+  if (!user || !verdict?.valid || !canLogIn(user)) throw noActiveAccount()
+  await reservation.succeeded()
   return { user, upgradedHash: verdict.needsRehash ? await hashPassword(password) : undefined }
 }
 
