@@ -1,7 +1,7 @@
 import type { Db } from '../db/types.js'
 import { problem } from '../lib/problem.js'
 import type { LoginThrottle } from './login-throttle.js'
-import { hashPassword, spendVerificationTime, verifyPassword, type VerifyResult } from './passwords.js'
+import { hashPassword, isHashingBusy, spendVerificationTime, verifyPassword, type VerifyResult } from './passwords.js'
 import { findUserByEmail, type LoginCandidate } from './repository.js'
 import { startLoginSession, type TokenPair } from './sessions.js'
 import type { TokenSigner } from './tokens.js'
@@ -48,7 +48,17 @@ async function authenticate(db: Db, throttle: LoginThrottle, clientIp: string, e
   }
   if (!user || !verdict?.valid || !canLogIn(user)) throw noActiveAccount()
   await reservation.succeeded()
-  return { user, upgradedHash: verdict.needsRehash ? await hashPassword(password) : undefined }
+  return { user, upgradedHash: verdict.needsRehash ? await strongerHash(password) : undefined }
+}
+
+/** The rehash of a weaker stored hash; skipped while hashing is busy, as the next login makes it. */
+async function strongerHash(password: string): Promise<string | undefined> {
+  try {
+    return await hashPassword(password)
+  } catch (error) {
+    if (isHashingBusy(error)) return undefined
+    throw error
+  }
 }
 
 export interface Login {
