@@ -1,7 +1,7 @@
 import { createHash, pbkdf2, timingSafeEqual } from 'node:crypto'
 import { promisify } from 'node:util'
 import argon2 from 'argon2'
-import bcrypt from 'bcryptjs'
+import bcrypt from 'bcrypt'
 import { ConcurrencyLimit, ConcurrencyLimitFull, type ConcurrencyObserver } from '../lib/concurrency-limit.js'
 
 const pbkdf2Async = promisify(pbkdf2)
@@ -76,7 +76,7 @@ async function verifyDjangoPbkdf2(encoded: string, password: string): Promise<Ve
   if (!salt || !digest || !Number.isInteger(iterations) || iterations < 1 || iterations > 10_000_000) return INVALID
   const expected = Buffer.from(digest, 'base64')
   if (expected.length === 0) return INVALID
-  const actual = await pbkdf2Async(password, salt, iterations, expected.length, 'sha256')
+  const actual = await whenHashingFree(() => pbkdf2Async(password, salt, iterations, expected.length, 'sha256'))
   return timingSafeEqual(actual, expected) ? { valid: true, needsRehash: true } : INVALID
 }
 
@@ -85,8 +85,9 @@ async function verifyDjangoBcrypt(encoded: string, password: string, prehash: bo
   const bcryptHash = encoded.slice(encoded.indexOf('$') + 1)
   const candidate = prehash ? createHash('sha256').update(password).digest('hex') : password
   try {
-    return (await bcrypt.compare(candidate, bcryptHash)) ? { valid: true, needsRehash: true } : INVALID
-  } catch {
+    return (await whenHashingFree(() => bcrypt.compare(candidate, bcryptHash))) ? { valid: true, needsRehash: true } : INVALID
+  } catch (error) {
+    if (isHashingBusy(error)) throw error
     return INVALID
   }
 }
