@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, LEGACY_DEMO_PASSWORD } from '../helpers/app.js'
+import { buildTestApp } from '../helpers/app.js'
 import { resetDatabase } from '../helpers/database.js'
 import { djangoHash, insertMigratedUser } from '../helpers/django-hashes.js'
 
