@@ -1,3 +1,4 @@
+import { setTimeout } from 'node:timers/promises'
 import type { Db } from '../db/types.js'
 import { problem } from '../lib/problem.js'
 import type { LoginThrottle } from './login-throttle.js'
@@ -10,6 +11,8 @@ export const normaliseEmail = (email: string): string => email.trim().toLowerCas
 
 const noActiveAccount = () =>
   problem(401, 'no_active_account', 'No active account found with the given credentials')
+
+const isNoActiveAccount = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === 'no_active_account'
 
 /** Whether a user may log in at all: active, and not a migrated account awaiting confirmation. */
 export const canLogIn = (user: Pick<LoginCandidate, 'is_active' | 'migration_state'>): boolean =>
@@ -69,15 +72,30 @@ export interface Login {
 /**
  * Routes 1 and 2: checks the credentials, then records the login and starts its token family in
  * one statement, which refuses a user disabled since the check (the same 401).
+ *
+ * A failure is answered no sooner than `failureFloorMs` after the attempt began: verifying a
+ * migrated Django hash takes up to ten times our argon2id, so without the floor a wrong password's
+ * time would list the migrated accounts (§2: the same time whatever the stored hash). The wait is
+ * idle, not hashing, so it costs neither CPU nor a place in the hashing queue.
  */
 export async function logIn(
   db: Db,
   signer: TokenSigner,
   throttle: LoginThrottle,
-  attempt: { clientIp: string; email: string; password: string; absoluteTtlSeconds: number },
+  attempt: { clientIp: string; email: string; password: string; absoluteTtlSeconds: number; failureFloorMs: number; onFloorExceeded?(elapsedMs: number): void },
 ): Promise<Login> {
-  const { user, upgradedHash } = await authenticate(db, throttle, attempt.clientIp, normaliseEmail(attempt.email), attempt.password)
-  const session = await startLoginSession(db, signer, { userId: user.id, upgradedHash }, attempt.absoluteTtlSeconds)
-  if (!session) throw noActiveAccount()
-  return { user: { id: user.id, email: user.email, name: user.name, last_login: session.lastLogin }, tokens: session.tokens }
+  const started = performance.now()
+  try {
+    const { user, upgradedHash } = await authenticate(db, throttle, attempt.clientIp, normaliseEmail(attempt.email), attempt.password)
+    const session = await startLoginSession(db, signer, { userId: user.id, upgradedHash }, attempt.absoluteTtlSeconds)
+    if (!session) throw noActiveAccount()
+    return { user: { id: user.id, email: user.email, name: user.name, last_login: session.lastLogin }, tokens: session.tokens }
+  } catch (error) {
+    if (isNoActiveAccount(error)) {
+      const elapsedMs = performance.now() - started
+      if (elapsedMs > attempt.failureFloorMs) attempt.onFloorExceeded?.(elapsedMs)
+      else await setTimeout(attempt.failureFloorMs - elapsedMs)
+    }
+    throw error
+  }
 }
