@@ -61,4 +61,20 @@ describe('a flood of logins with random e-mails', () => {
       }
     })
   })
+
+  it('gives back the throttle counts of the logins refused as busy: their password was never checked', async () => {
+    await withApp({ PASSWORD_HASH_QUEUE_PER_THREAD: '0', LOGIN_FAILURES_PER_ACCOUNT: '8' }, async (app) => {
+      const guesses = await Promise.all(
+        Array.from({ length: 20 }, (_, index) =>
+          app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'alice@acme.example', password: `guess ${index}` }, remoteAddress: `203.0.113.${index + 1}` }),
+        ),
+      )
+      const checked = guesses.filter((response) => response.statusCode === 401).length
+      const busy = guesses.filter((response) => response.statusCode === 503).length
+      expect(checked + busy + guesses.filter((response) => response.statusCode === 429).length).toBe(20)
+      expect(busy).toBeGreaterThan(0)
+      // Only the checked guesses count against the account's 8.
+      expect((await rightfulLogin(app)).statusCode).toBe(checked < 8 ? 200 : 429)
+    })
+  })
 })
