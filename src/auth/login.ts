@@ -34,7 +34,8 @@ interface VerifiedUser {
 /**
  * Checks e-mail and password (§2 route 1). The attempt is counted before its password is checked,
  * so that concurrent guesses cannot all pass the limit. Every failure is the same 401 and costs one
- * password verification, so that neither the answer nor its time tells whether the e-mail exists.
+ * password verification (an unknown e-mail too, so it takes its place in the hashing bound); logIn
+ * evens out the time.
  */
 async function authenticate(db: Db, throttle: LoginThrottle, clientIp: string, email: string, password: string): Promise<VerifiedUser> {
   const reservation = await throttle.reserve(clientIp, email)

@@ -24,7 +24,7 @@ export function threadPoolSize(env: NodeJS.ProcessEnv = process.env): number {
  * (src/lib/thread-priority.ts), so reads keep their latency. Logins beyond it wait here, not in
  * libuv's queue, so that other pool work (DNS lookups, files) waits for one hash at most.
  */
-let hashing = hashingLimit(8)
+let hashing = hashingLimit(8) // PASSWORD_HASH_QUEUE_PER_THREAD's default, until the app configures it
 
 /**
  * At most `queuedPerThread` hashes per pool thread wait for one; beyond, a login is refused at once
