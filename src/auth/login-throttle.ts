@@ -88,6 +88,8 @@ local blocked = 0
 for i, key in ipairs(KEYS) do
   if tonumber(redis.call('GET', key) or '0') >= tonumber(ARGV[i + 1]) then
     local ttl = redis.call('PTTL', key)
+    -- A counter without expiry would block for good: give it a window.
+    if ttl == -1 then redis.call('PEXPIRE', key, ARGV[1]); ttl = tonumber(ARGV[1]) end
     if ttl < 1 then ttl = 1 end
     if ttl > blocked then blocked = ttl end
   end
