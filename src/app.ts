@@ -12,6 +12,7 @@ import {
   RedisCounterStore,
   type CounterStore,
 } from './auth/login-throttle.js'
+import { configurePasswordHashing } from './auth/passwords.js'
 import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
 import { openDatabase } from './db/open.js'
@@ -108,6 +109,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)
 
+  configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread })
   const throttle = new LoginThrottle(await counterStore(app, config, options), config.loginThrottle)
   await app.register(healthRoutes, { prefix: '/health' })
   await app.register(jwksRoutes, { config })

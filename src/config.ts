@@ -31,7 +31,11 @@ export interface Config {
   redisUrl: string | undefined
   trustProxy: TrustProxy
   logLevel: string
-  loginThrottle: { perClient: number; perAccount: number; windowSeconds: number }
+  loginThrottle: { perClient: number; perAccount: number; perAddress: number; windowSeconds: number }
+  /** A failed login is answered no sooner than this many ms after it began, whatever the stored hash. */
+  loginFailureMinMs: number
+  /** Password hashes allowed to wait per hashing thread; beyond, a login is 503 at once. */
+  passwordHashQueuePerThread: number
   /** Nice value (0 to 19) for every thread but the event loop's, password hashing's among them; 0 leaves them alone. */
   helperThreadNiceness: number
 }
@@ -145,8 +149,11 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     loginThrottle: {
       perClient: Number(env.LOGIN_FAILURES_PER_CLIENT ?? 5),
       perAccount: Number(env.LOGIN_FAILURES_PER_ACCOUNT ?? 20),
+      perAddress: Number(env.LOGIN_FAILURES_PER_ADDRESS ?? 30),
       windowSeconds: loginWindow,
     },
+    loginFailureMinMs: Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
+    passwordHashQueuePerThread: Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),
     helperThreadNiceness: Number(env.HELPER_THREAD_NICENESS ?? 10),
   }
 }

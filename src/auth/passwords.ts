@@ -1,8 +1,8 @@
 import { createHash, pbkdf2, timingSafeEqual } from 'node:crypto'
 import { promisify } from 'node:util'
 import argon2 from 'argon2'
-import bcrypt from 'bcryptjs'
-import { ConcurrencyLimit } from '../lib/concurrency-limit.js'
+import bcrypt from 'bcrypt'
+import { ConcurrencyLimit, ConcurrencyLimitFull, type ConcurrencyObserver } from '../lib/concurrency-limit.js'
 
 const pbkdf2Async = promisify(pbkdf2)
 
@@ -24,13 +24,32 @@ export function threadPoolSize(env: NodeJS.ProcessEnv = process.env): number {
  * (src/lib/thread-priority.ts), so reads keep their latency. Logins beyond it wait here, not in
  * libuv's queue, so that other pool work (DNS lookups, files) waits for one hash at most.
  */
-const hashing = new ConcurrencyLimit(threadPoolSize())
+let hashing = hashingLimit(8) // PASSWORD_HASH_QUEUE_PER_THREAD's default, until the app configures it
 
-export function hashPassword(password: string): Promise<string> {
-  return hashing.run(() => argon2.hash(password, ARGON2_OPTIONS))
+/**
+ * At most `queuedPerThread` hashes per pool thread wait for one; beyond, a login is refused at once
+ * (503 with Retry-After) instead of making every login, the rightful ones too, wait behind a flood.
+ * Process-wide, as the thread pool is: the app sets it at build time, before any login.
+ */
+export function configurePasswordHashing(options: { queuedPerThread: number; observer?: ConcurrencyObserver }): void {
+  hashing = hashingLimit(options.queuedPerThread, options.observer)
 }
 
-const argon2Verify = (phc: string, password: string): Promise<boolean> => hashing.run(() => argon2.verify(phc, password))
+function hashingLimit(queuedPerThread: number, observer?: ConcurrencyObserver): ConcurrencyLimit {
+  const threads = threadPoolSize()
+  return new ConcurrencyLimit(threads, { maxQueued: threads * queuedPerThread, ...(observer ? { observer } : {}) })
+}
+
+/** A full hashing queue: the error handler answers it 503 with Retry-After. */
+export const isHashingBusy = (error: unknown): boolean => error instanceof ConcurrencyLimitFull
+
+const whenHashingFree = <T>(task: () => Promise<T>): Promise<T> => hashing.run(task)
+
+export function hashPassword(password: string): Promise<string> {
+  return whenHashingFree(() => argon2.hash(password, ARGON2_OPTIONS))
+}
+
+const argon2Verify = (phc: string, password: string): Promise<boolean> => whenHashingFree(() => argon2.verify(phc, password))
 
 export interface VerifyResult {
   valid: boolean
@@ -43,7 +62,8 @@ const INVALID: VerifyResult = { valid: false, needsRehash: false }
 async function verifyArgon2(phc: string, password: string, migrated: boolean): Promise<VerifyResult> {
   try {
     if (!(await argon2Verify(phc, password))) return INVALID
-  } catch {
+  } catch (error) {
+    if (isHashingBusy(error)) throw error
     return INVALID
   }
   return { valid: true, needsRehash: migrated || argon2.needsRehash(phc, ARGON2_OPTIONS) }
@@ -56,7 +76,7 @@ async function verifyDjangoPbkdf2(encoded: string, password: string): Promise<Ve
   if (!salt || !digest || !Number.isInteger(iterations) || iterations < 1 || iterations > 10_000_000) return INVALID
   const expected = Buffer.from(digest, 'base64')
   if (expected.length === 0) return INVALID
-  const actual = await pbkdf2Async(password, salt, iterations, expected.length, 'sha256')
+  const actual = await whenHashingFree(() => pbkdf2Async(password, salt, iterations, expected.length, 'sha256'))
   return timingSafeEqual(actual, expected) ? { valid: true, needsRehash: true } : INVALID
 }
 
@@ -65,8 +85,9 @@ async function verifyDjangoBcrypt(encoded: string, password: string, prehash: bo
   const bcryptHash = encoded.slice(encoded.indexOf('$') + 1)
   const candidate = prehash ? createHash('sha256').update(password).digest('hex') : password
   try {
-    return (await bcrypt.compare(candidate, bcryptHash)) ? { valid: true, needsRehash: true } : INVALID
-  } catch {
+    return (await whenHashingFree(() => bcrypt.compare(candidate, bcryptHash))) ? { valid: true, needsRehash: true } : INVALID
+  } catch (error) {
+    if (isHashingBusy(error)) throw error
     return INVALID
   }
 }
@@ -92,6 +113,11 @@ let dummyHash: Promise<string> | undefined
  * time as a known one.
  */
 export async function spendVerificationTime(password: string): Promise<void> {
-  dummyHash ??= hashPassword('dummy password for timing equalisation')
-  await argon2Verify(await dummyHash, password).catch(() => false)
+  dummyHash ??= hashPassword('dummy password for timing equalisation').catch((error: unknown) => {
+    dummyHash = undefined // refused while busy: made by a later login
+    throw error
+  })
+  await argon2Verify(await dummyHash, password).catch((error: unknown) => {
+    if (isHashingBusy(error)) throw error
+  })
 }

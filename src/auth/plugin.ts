@@ -21,7 +21,15 @@ async function trimEmail(request: FastifyRequest): Promise<void> {
 /** Routes 1–3: tokens, the application's login, and refresh-token rotation. */
 const authRoutes: FastifyPluginAsyncTypebox<AuthPluginOptions> = async (app, { config, throttle }) => {
   const logInWith = (request: FastifyRequest, email: string, password: string) =>
-    logIn(app.db, app.tokens, throttle, { clientIp: request.ip, email, password, absoluteTtlSeconds: config.refreshAbsoluteTtl })
+    logIn(app.db, app.tokens, throttle, {
+      clientIp: request.ip,
+      email,
+      password,
+      absoluteTtlSeconds: config.refreshAbsoluteTtl,
+      failureFloorMs: config.loginFailureMinMs,
+      onFloorExceeded: (elapsedMs) =>
+        request.log.warn({ elapsedMs: Math.round(elapsedMs), floorMs: config.loginFailureMinMs }, 'failed login took longer than LOGIN_FAILURE_MIN_MS: its time may tell the stored hash apart'),
+    })
 
   app.post('/token', { schema: tokenRouteSchema, config: { public: true }, preValidation: trimEmail }, async (request) => {
     const { tokens } = await logInWith(request, request.body.email, request.body.password)

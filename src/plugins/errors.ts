@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin'
 import { defaultCode, isProblem, problemBody, WWW_AUTHENTICATE } from '../lib/problem.js'
 import { isDatabaseUnavailable, isUnstorableText } from '../db/errors.js'
+import { ConcurrencyLimitFull } from '../lib/concurrency-limit.js'
 
 type ValidationIssue = NonNullable<FastifyError['validation']>[number]
 
@@ -90,6 +91,12 @@ function handleError(this: FastifyInstance, error: FastifyError, request: Fastif
     request.log.warn({ err: error }, 'database unavailable')
     reply.header('retry-after', '5')
     return sendProblem(reply, 503, 'service_unavailable', 'The service is temporarily unavailable; try again shortly.')
+  }
+  if (error instanceof ConcurrencyLimitFull) {
+    // Password hashing is at its bound (src/auth/passwords.ts): refused at once rather than queued.
+    request.log.warn('password hashing queue full')
+    reply.header('retry-after', '1')
+    return sendProblem(reply, 503, 'service_unavailable', 'Too many requests are being processed; try again shortly.')
   }
   const status = error.statusCode ?? 500
   if (status < 500 && status >= 400) {

@@ -11,7 +11,8 @@ import { DEMO_PASSWORD } from '../../db/seed/demo.js'
 export { DEMO_PASSWORD, LEGACY_DEMO_PASSWORD } from '../../db/seed/demo.js'
 
 export function testConfig(env: Record<string, string> = {}): Config {
-  return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env })
+  // No floor on failed logins unless a test asks for one: it would only make the suite wait.
+  return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', LOGIN_FAILURE_MIN_MS: '0', ...env })
 }
 
 /** An app on the worker's shared database, with its own login-failure counters. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ConcurrencyLimit } from '../../src/lib/concurrency-limit.js'
+import { ConcurrencyLimit, ConcurrencyLimitFull } from '../../src/lib/concurrency-limit.js'
 
 const deferred = () => {
   let resolve!: () => void
@@ -46,5 +46,28 @@ describe('ConcurrencyLimit', () => {
 
   it('refuses a limit below one', () => {
     expect(() => new ConcurrencyLimit(0)).toThrow(RangeError)
+  })
+
+  it('refuses at once beyond maxQueued, and tells the observer', async () => {
+    const events: string[] = []
+    const limit = new ConcurrencyLimit(2, {
+      maxQueued: 3,
+      observer: { onRejected: () => events.push('rejected'), onStart: (waited) => events.push(waited >= 0 ? 'start' : 'bad') },
+    })
+    const gate = deferred()
+    const runs = Array.from({ length: 8 }, () => limit.run(() => gate.promise))
+    const settled = Promise.allSettled(runs)
+    await tick()
+    expect(limit.queued).toBe(3)
+    gate.resolve()
+    const outcomes = await settled
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(5)
+    const refused = outcomes.filter((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected')
+    expect(refused).toHaveLength(3)
+    for (const outcome of refused) expect(outcome.reason).toBeInstanceOf(ConcurrencyLimitFull)
+    expect(events.filter((event) => event === 'start')).toHaveLength(5)
+    expect(events.filter((event) => event === 'rejected')).toHaveLength(3)
+    // Room again once the queue has drained.
+    expect(await limit.run(async () => 'again')).toBe('again')
   })
 })

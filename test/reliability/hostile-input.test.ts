@@ -20,8 +20,10 @@ import { OLD_WEBHOOK_SECRET, WEBHOOK_HMAC_KEY, WEBHOOK_SECRET, type SecretRegist
 const lines: string[] = []
 const logDestination: LogDestination = { write: (line: string) => void lines.push(line) }
 
+// One address sends thousands of failed logins: the per-address login limit would soon refuse the
+// fuzzer's own sessions.
 const ctx = useTestApp(
-  { LOG_LEVEL: 'trace', ESIGN_WEBHOOK_SECRETS: `${WEBHOOK_SECRET},${OLD_WEBHOOK_SECRET}`, ESIGN_WEBHOOK_HMAC_KEY: WEBHOOK_HMAC_KEY },
+  { LOG_LEVEL: 'trace', LOGIN_FAILURES_PER_ADDRESS: '999999', ESIGN_WEBHOOK_SECRETS: `${WEBHOOK_SECRET},${OLD_WEBHOOK_SECRET}`, ESIGN_WEBHOOK_HMAC_KEY: WEBHOOK_HMAC_KEY },
   { logDestination },
 )
 

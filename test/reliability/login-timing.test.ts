@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { DEMO_PASSWORD, useTestApp } from '../helpers/app.js'
 
-const ctx = useTestApp({ LOGIN_FAILURES_PER_CLIENT: '1000', LOGIN_FAILURES_PER_ACCOUNT: '1000' })
+const ctx = useTestApp({ LOGIN_FAILURES_PER_CLIENT: '1000', LOGIN_FAILURES_PER_ACCOUNT: '1000', LOGIN_FAILURES_PER_ADDRESS: '1000' })
 
 async function timeFailedLogin(email: string): Promise<number> {
   const started = process.hrtime.bigint()

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest'
+import { DEMO_PASSWORD, useTestApp } from '../helpers/app.js'
+import { djangoHash, insertMigratedUser } from '../helpers/django-hashes.js'
+
+// Issue 15 item 3: a wrong password must take the same time whatever the stored hash, so that
+// nobody can list the migrated accounts that have not logged in yet (CONTRACT.md §2, route 1).
+const FLOOR_MS = 600
+const ctx = useTestApp({
+  LOGIN_FAILURE_MIN_MS: String(FLOOR_MS), LOGIN_FAILURES_PER_CLIENT: '1000', LOGIN_FAILURES_PER_ACCOUNT: '1000', LOGIN_FAILURES_PER_ADDRESS: '1000',
+})
+
+const median = (samples: number[]): number => [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)] ?? 0
+
+async function timeFailedLogin(email: string): Promise<number> {
+  const started = performance.now()
+  const response = await ctx.app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email, password: 'a wrong password' } })
+  expect(response.statusCode).toBe(401)
+  return performance.now() - started
+}
+
+describe('the time of a wrong password', () => {
+  const password = 'the old password'
+  const hashes: Record<string, () => Promise<string> | string> = {
+    pbkdf2At260k: () => djangoHash.pbkdf2Sha256(password, 260_000),
+    pbkdf2At1M: () => djangoHash.pbkdf2Sha256(password, 1_000_000),
+    djangoArgon2: () => djangoHash.argon2(password),
+    bcryptSha256: () => djangoHash.bcryptSha256(password),
+  }
+  const accounts: Record<string, string> = { unknownEmail: 'nobody-at-all@acme.example', argon2id: 'alice@acme.example' }
+
+  it('is the same for an unknown e-mail, our argon2id and every legacy Django format (medians within 1.5x)', async () => {
+    // After useTestApp's reset of the demo data.
+    for (const [name, make] of Object.entries(hashes)) accounts[name] = await insertMigratedUser(await make())
+    const names = Object.keys(accounts)
+    const samples = Object.fromEntries(names.map((name) => [name, [] as number[]]))
+    for (const name of names) await timeFailedLogin(accounts[name]!) // warm-up: the dummy hash, code paths
+    // Interleaved, in an order that turns each round, so that every series sees the same load.
+    for (let round = 0; round < 7; round += 1) {
+      for (let step = 0; step < names.length; step += 1) {
+        const name = names[(round + step) % names.length]!
+        samples[name]!.push(await timeFailedLogin(accounts[name]!))
+      }
+    }
+    const medians = Object.fromEntries(names.map((name) => [name, Math.round(median(samples[name]!))]))
+    const detail = `medians (ms): ${JSON.stringify(medians)}`
+    const values = Object.values(medians)
+    expect(Math.max(...values) / Math.min(...values), detail).toBeLessThan(1.5)
+    // The right password is not held back by the floor.
+    expect((await ctx.app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'alice@acme.example', password: DEMO_PASSWORD } })).statusCode).toBe(200)
+  }, 120_000)
+})
