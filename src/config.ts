@@ -36,7 +36,7 @@ export interface Config {
   helperThreadNiceness: number
 }
 
-/** Demo secrets: usable only for the embedded database or outside production. */
+/** Demo secrets: refused in production unless ALLOW_DEMO_SECRETS=true. */
 export const DEMO_SECRETS = {
   JWT_SIGNING_KEY: 'demo-jwt-signing-key-change-me-in-production-0000',
   LEGACY_SECRET_KEY: 'demo-legacy-secret',
@@ -96,8 +96,28 @@ function loadJwtKeys(env: Environment, secret: string | undefined): JwtKeys {
 }
 
 /**
+ * In production every secret must be the operator's own: missing or demo values stop the start,
+ * whatever the database, unless ALLOW_DEMO_SECRETS=true says a demo is meant. All offending
+ * variables are named at once so that one failed start is enough to fix them.
+ */
+function checkProductionSecrets(env: Environment): void {
+  if (env.NODE_ENV !== 'production' || env.ALLOW_DEMO_SECRETS === 'true') return
+  const offending = (Object.keys(DEMO_SECRETS) as (keyof typeof DEMO_SECRETS)[]).filter((name) => {
+    if (name === 'JWT_SIGNING_KEY' && env.JWT_PRIVATE_KEY) return false
+    const value = env[name]
+    return value === undefined || splitList(value).some((item) => item === DEMO_SECRETS[name])
+  })
+  if (offending.length > 0) {
+    throw new ConfigError(
+      `${offending.join(', ')}: required in production, and not the demo values ` +
+        '(set them, or ALLOW_DEMO_SECRETS=true to run a demo with the documented demo secrets)',
+    )
+  }
+}
+
+/**
  * Validates the environment and returns typed settings. Secrets fall back to documented demo values
- * except in production against a real database, where a missing secret stops the start.
+ * outside production (see checkProductionSecrets).
  */
 export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
   const env = Object.fromEntries(
@@ -108,16 +128,8 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
   if (!Value.Check(EnvironmentSchema, env)) {
     throw new ConfigError(`invalid environment: ${describeErrors(env)}`)
   }
-  const production = env.NODE_ENV === 'production' && env.DATABASE_URL !== undefined
-  const secret = (name: keyof typeof DEMO_SECRETS): string | undefined => {
-    const value = env[name]
-    if (value !== undefined) return value
-    if (production) {
-      if (name === 'JWT_SIGNING_KEY' && env.JWT_PRIVATE_KEY) return undefined
-      throw new ConfigError(`${name}: required in production`)
-    }
-    return DEMO_SECRETS[name]
-  }
+  checkProductionSecrets(env)
+  const secret = (name: keyof typeof DEMO_SECRETS): string => env[name] ?? DEMO_SECRETS[name]
 
   const port = Number(env.PORT ?? 3000)
   if (port > 65535) throw new ConfigError('PORT: must be at most 65535')
@@ -134,7 +146,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     accessTokenTtl: parseDuration(env.ACCESS_TOKEN_TTL ?? '5m'),
     refreshTokenTtl: parseDuration(env.REFRESH_TOKEN_TTL ?? '1d'),
     refreshAbsoluteTtl: parseDuration(env.REFRESH_ABSOLUTE_TTL ?? '30d'),
-    legacySecretKey: secret('LEGACY_SECRET_KEY') ?? '',
+    legacySecretKey: secret('LEGACY_SECRET_KEY'),
     legacySecretKeyFallbacks: splitList(env.LEGACY_SECRET_KEY_FALLBACKS),
     linkTtl: parseDuration(env.LINK_TTL ?? '3d'),
     esignWebhookSecrets: splitList(secret('ESIGN_WEBHOOK_SECRETS')),
