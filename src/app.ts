@@ -49,9 +49,16 @@ function requestId(request: IncomingMessage): string {
   return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
 }
 
+/** Every secret the configuration holds, masked by value wherever a client puts one in a URL. */
+function configuredSecrets(config: Config): string[] {
+  const jwtSecret = config.jwt.algorithm === 'HS256' ? [config.jwt.secret] : []
+  const hmacKey = config.esignWebhookHmacKey === undefined ? [] : [config.esignWebhookHmacKey]
+  return [...config.esignWebhookSecrets, ...hmacKey, config.legacySecretKey, ...config.legacySecretKeyFallbacks, ...jwtSecret]
+}
+
 function serverOptions(config: Config, options: BuildOptions): FastifyServerOptions {
   return {
-    logger: loggerOptions(config.logLevel, options.logDestination),
+    logger: loggerOptions(config.logLevel, options.logDestination, configuredSecrets(config)),
     genReqId: requestId,
     logController: new RequestLogController(),
     // Fastify also takes a hop count here, which its type does not spell out.
