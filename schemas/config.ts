@@ -37,6 +37,9 @@ export const EnvironmentSchema = Type.Object({
   LOGIN_FAILURES_PER_CLIENT: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   LOGIN_FAILURES_PER_ACCOUNT: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   LOGIN_FAILURE_WINDOW: Type.Optional(Duration),
+  REQUEST_TIMEOUT: Type.Optional(Duration),
+  KEEP_ALIVE_TIMEOUT: Type.Optional(Duration),
+  CONNECTION_TIMEOUT: Type.Optional(Duration),
   ALLOW_DEMO_SECRETS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
   HELPER_THREAD_NICENESS: Type.Optional(Type.String({ pattern: '^(1?[0-9])$' })),
 })

@@ -31,6 +31,8 @@ export interface Config {
   redisUrl: string | undefined
   trustProxy: TrustProxy
   logLevel: string
+  /** Seconds: whole request received (slow bodies end as 408), idle keep-alive, idle socket. */
+  http: { requestTimeout: number; keepAliveTimeout: number; connectionTimeout: number }
   loginThrottle: { perClient: number; perAccount: number; windowSeconds: number }
   /** Nice value (0 to 19) for every thread but the event loop's, password hashing's among them; 0 leaves them alone. */
   helperThreadNiceness: number
@@ -132,6 +134,9 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
   const secret = (name: keyof typeof DEMO_SECRETS): string => env[name] ?? DEMO_SECRETS[name]
 
   const port = Number(env.PORT ?? 3000)
+  if (env.REQUEST_TIMEOUT !== undefined && parseDuration(env.REQUEST_TIMEOUT) === 0) {
+    throw new ConfigError('REQUEST_TIMEOUT: must be at least 1s (a body sent slowly would hold its connection forever)')
+  }
   if (port > 65535) throw new ConfigError('PORT: must be at most 65535')
   const loginWindow = parseDuration(env.LOGIN_FAILURE_WINDOW ?? '15m')
   return {
@@ -154,6 +159,13 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: env.REDIS_URL,
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL ?? 'info',
+    http: {
+      requestTimeout: parseDuration(env.REQUEST_TIMEOUT ?? '30s'),
+      // Above the usual gateway idle timeouts (nginx's upstream 60 s): the gateway closes first, so it
+      // never sends a request on a connection the service is closing.
+      keepAliveTimeout: parseDuration(env.KEEP_ALIVE_TIMEOUT ?? '65s'),
+      connectionTimeout: parseDuration(env.CONNECTION_TIMEOUT ?? '120s'),
+    },
     loginThrottle: {
       perClient: Number(env.LOGIN_FAILURES_PER_CLIENT ?? 5),
       perAccount: Number(env.LOGIN_FAILURES_PER_ACCOUNT ?? 20),
