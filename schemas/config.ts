@@ -40,6 +40,10 @@ export const EnvironmentSchema = Type.Object({
   LOGIN_FAILURE_WINDOW: Type.Optional(Duration),
   LOGIN_FAILURE_MIN_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
   PASSWORD_HASH_QUEUE_PER_THREAD: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$' })),
+  REQUEST_TIMEOUT: Type.Optional(Duration),
+  KEEP_ALIVE_TIMEOUT: Type.Optional(Duration),
+  CONNECTION_TIMEOUT: Type.Optional(Duration),
+  ALLOW_DEMO_SECRETS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
   HELPER_THREAD_NICENESS: Type.Optional(Type.String({ pattern: '^(1?[0-9])$' })),
 })
 

@@ -56,8 +56,8 @@ export const saveCustomerRouteSchema = {
     'record, so an omitted `email` or `phone` is stored as null. Answers `201` with the customer both when it is ' +
     'created and on every later call; `updated_at` moves only when `name`, `email` or `phone` changed. ' +
     'A `tax_id` that differs from the stored one is `409 tax_id_immutable` (with `current_tax_id`); a tax id that ' +
-    'another customer of the role already has is `409 duplicate_customer` (with that `customer_id`). An `id` used ' +
-    'by another company role is `404`. Invalid check digits, e-mail or phone are `400 invalid` with `errors` per field.',
+    'another customer of the role already has is `409 duplicate_customer` (with that `customer_id`). The `id` is the ' +
+    'company role\'s own: another role\'s customer with the same `id` is another customer. Invalid check digits, e-mail or phone are `400 invalid` with `errors` per field.',
   params: CustomerParams,
   body: withExamples(CustomerRequest, {
     zeta: { summary: 'A CNPJ customer, punctuation as typed', value: CUSTOMER_REQUEST },
@@ -74,7 +74,7 @@ export const saveCustomerRouteSchema = {
       ...BEARER_PROBLEMS,
       when(Problems.permissionDenied, 'The membership lacks the `customers` permission'),
       when({ ...Problems.wrongRole, detail: 'This action is for a seller company role.' }, '`company_role_id` is a buyer role'),
-      when(Problems.notFound, 'Not a member of `company_role_id`, or `id` names a customer of another company role'),
+      when(Problems.notFound, 'Not a member of `company_role_id`'),
       {
         status: 409, code: 'tax_id_immutable', detail: 'The tax_id of an existing customer cannot be changed.',
         when: 'The customer exists with another `tax_id`; `current_tax_id` is the stored one',

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, Server } from 'node:http'
 import fastifySensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { EXAMPLES_KEYWORD } from '../schemas/responses.js'
 import authRoutes from './auth/plugin.js'
 import {
@@ -17,6 +17,7 @@ import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
 import { openDatabase } from './db/open.js'
 import type { DatabaseHandle } from './db/database.js'
+import { answerClientError } from './lib/client-errors.js'
 import { installStrictFormats } from './lib/formats.js'
 import { buildLazySerializers } from './lib/lazy-serializers.js'
 import { wellFormedJsonParser } from './lib/well-formed-json.js'
@@ -50,14 +51,37 @@ function requestId(request: IncomingMessage): string {
   return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
 }
 
+/** Every secret the configuration holds, masked by value wherever a client puts one in a URL. */
+function configuredSecrets(config: Config): string[] {
+  const jwtSecret = config.jwt.algorithm === 'HS256' ? [config.jwt.secret] : []
+  const hmacKey = config.esignWebhookHmacKey === undefined ? [] : [config.esignWebhookHmacKey]
+  return [...config.esignWebhookSecrets, ...hmacKey, config.legacySecretKey, ...config.legacySecretKeyFallbacks, ...jwtSecret]
+}
+
+/**
+ * A request must arrive whole within requestTimeout, headers included (a body trickled a byte at
+ * a time would otherwise hold its connection forever); Node checks open requests every second.
+ */
+function httpTimeouts({ http }: Config): Pick<FastifyHttpOptions<Server>, 'requestTimeout' | 'keepAliveTimeout' | 'connectionTimeout' | 'http'> {
+  const requestTimeout = http.requestTimeout * 1000
+  return {
+    requestTimeout,
+    keepAliveTimeout: http.keepAliveTimeout * 1000,
+    connectionTimeout: http.connectionTimeout * 1000,
+    http: { headersTimeout: Math.min(60_000, requestTimeout), connectionsCheckingInterval: Math.min(1000, requestTimeout) },
+  }
+}
+
 function serverOptions(config: Config, options: BuildOptions): FastifyServerOptions {
   return {
-    logger: loggerOptions(config.logLevel, options.logDestination),
+    logger: loggerOptions(config.logLevel, options.logDestination, configuredSecrets(config)),
     genReqId: requestId,
     logController: new RequestLogController(),
     // Fastify also takes a hop count here, which its type does not spell out.
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
     bodyLimit: 16 * 1024,
+    ...httpTimeouts(config),
+    clientErrorHandler: answerClientError,
     // Path secrets (the webhook's) may be long; the default of 100 made a longer one unreachable.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
     frameworkErrors: handleFrameworkError,

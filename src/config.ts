@@ -31,6 +31,8 @@ export interface Config {
   redisUrl: string | undefined
   trustProxy: TrustProxy
   logLevel: string
+  /** Seconds: whole request received (slow bodies end as 408), idle keep-alive, idle socket. */
+  http: { requestTimeout: number; keepAliveTimeout: number; connectionTimeout: number }
   loginThrottle: { perClient: number; perAccount: number; perAddress: number; windowSeconds: number }
   /** A failed login is answered no sooner than this many ms after it began, whatever the stored hash. */
   loginFailureMinMs: number
@@ -40,7 +42,7 @@ export interface Config {
   helperThreadNiceness: number
 }
 
-/** Demo secrets: usable only for the embedded database or outside production. */
+/** Demo secrets: refused in production unless ALLOW_DEMO_SECRETS=true. */
 export const DEMO_SECRETS = {
   JWT_SIGNING_KEY: 'demo-jwt-signing-key-change-me-in-production-0000',
   LEGACY_SECRET_KEY: 'demo-legacy-secret',
@@ -100,8 +102,28 @@ function loadJwtKeys(env: Environment, secret: string | undefined): JwtKeys {
 }
 
 /**
+ * In production every secret must be the operator's own: missing or demo values stop the start,
+ * whatever the database, unless ALLOW_DEMO_SECRETS=true says a demo is meant. All offending
+ * variables are named at once so that one failed start is enough to fix them.
+ */
+function checkProductionSecrets(env: Environment): void {
+  if (env.NODE_ENV !== 'production' || env.ALLOW_DEMO_SECRETS === 'true') return
+  const offending = (Object.keys(DEMO_SECRETS) as (keyof typeof DEMO_SECRETS)[]).filter((name) => {
+    if (name === 'JWT_SIGNING_KEY' && env.JWT_PRIVATE_KEY) return false
+    const value = env[name]
+    return value === undefined || splitList(value).some((item) => item === DEMO_SECRETS[name])
+  })
+  if (offending.length > 0) {
+    throw new ConfigError(
+      `${offending.join(', ')}: required in production, and not the demo values ` +
+        '(set them, or ALLOW_DEMO_SECRETS=true to run a demo with the documented demo secrets)',
+    )
+  }
+}
+
+/**
  * Validates the environment and returns typed settings. Secrets fall back to documented demo values
- * except in production against a real database, where a missing secret stops the start.
+ * outside production (see checkProductionSecrets).
  */
 export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
   const env = Object.fromEntries(
@@ -112,18 +134,13 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
   if (!Value.Check(EnvironmentSchema, env)) {
     throw new ConfigError(`invalid environment: ${describeErrors(env)}`)
   }
-  const production = env.NODE_ENV === 'production' && env.DATABASE_URL !== undefined
-  const secret = (name: keyof typeof DEMO_SECRETS): string | undefined => {
-    const value = env[name]
-    if (value !== undefined) return value
-    if (production) {
-      if (name === 'JWT_SIGNING_KEY' && env.JWT_PRIVATE_KEY) return undefined
-      throw new ConfigError(`${name}: required in production`)
-    }
-    return DEMO_SECRETS[name]
-  }
+  checkProductionSecrets(env)
+  const secret = (name: keyof typeof DEMO_SECRETS): string => env[name] ?? DEMO_SECRETS[name]
 
   const port = Number(env.PORT ?? 3000)
+  if (env.REQUEST_TIMEOUT !== undefined && parseDuration(env.REQUEST_TIMEOUT) === 0) {
+    throw new ConfigError('REQUEST_TIMEOUT: must be at least 1s (a body sent slowly would hold its connection forever)')
+  }
   if (port > 65535) throw new ConfigError('PORT: must be at most 65535')
   const loginWindow = parseDuration(env.LOGIN_FAILURE_WINDOW ?? '15m')
   return {
@@ -138,7 +155,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     accessTokenTtl: parseDuration(env.ACCESS_TOKEN_TTL ?? '5m'),
     refreshTokenTtl: parseDuration(env.REFRESH_TOKEN_TTL ?? '1d'),
     refreshAbsoluteTtl: parseDuration(env.REFRESH_ABSOLUTE_TTL ?? '30d'),
-    legacySecretKey: secret('LEGACY_SECRET_KEY') ?? '',
+    legacySecretKey: secret('LEGACY_SECRET_KEY'),
     legacySecretKeyFallbacks: splitList(env.LEGACY_SECRET_KEY_FALLBACKS),
     linkTtl: parseDuration(env.LINK_TTL ?? '3d'),
     esignWebhookSecrets: splitList(secret('ESIGN_WEBHOOK_SECRETS')),
@@ -146,6 +163,13 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: env.REDIS_URL,
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL ?? 'info',
+    http: {
+      requestTimeout: parseDuration(env.REQUEST_TIMEOUT ?? '30s'),
+      // Above the usual gateway idle timeouts (nginx's upstream 60 s): the gateway closes first, so it
+      // never sends a request on a connection the service is closing.
+      keepAliveTimeout: parseDuration(env.KEEP_ALIVE_TIMEOUT ?? '65s'),
+      connectionTimeout: parseDuration(env.CONNECTION_TIMEOUT ?? '120s'),
+    },
     loginThrottle: {
       perClient: Number(env.LOGIN_FAILURES_PER_CLIENT ?? 5),
       perAccount: Number(env.LOGIN_FAILURES_PER_ACCOUNT ?? 20),

@@ -67,11 +67,46 @@ const maskQuery = (query: string): string =>
  */
 const TOKENS = /eyJ[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]*)*|\b[0-9a-z]{1,13}-[0-9a-f]{20,}\b/g
 
-/** The request URL as it may be logged: secret path segments, tokens and query values masked. */
-export function redactUrl(url: string): string {
-  const queryAt = url.indexOf('?')
-  const path = maskSecretSegments(queryAt === -1 ? url : url.slice(0, queryAt)).replace(TOKENS, MASK)
-  return queryAt === -1 ? path : `${path}?${maskQuery(url.slice(queryAt + 1))}`
+/** Percent-decoded until stable (a client may encode twice), within a few rounds. */
+function fullyDecoded(text: string): string {
+  let current = text
+  for (let round = 0; round < 3 && current.includes('%'); round += 1) {
+    const next = decoded(current)
+    if (next === current) break
+    current = next
+  }
+  return current
+}
+
+/**
+ * The URL with every configured secret masked by value, wherever it sits and however the client
+ * encoded or cased it: a near-miss of a route (`/webhooks/…`, `%2F` for the slashes) reaches the
+ * 404 handler with the secret all the same. Where a secret is found only once decoded, the decoded
+ * URL is what is logged.
+ */
+function maskSecretValues(url: string, secrets: readonly string[]): string {
+  if (secrets.length === 0) return url
+  const plain = fullyDecoded(url)
+  const lower = plain.toLowerCase()
+  if (!secrets.some((secret) => lower.includes(secret))) return url
+  let masked = plain
+  for (const secret of secrets) {
+    for (let at = masked.toLowerCase().indexOf(secret); at !== -1; at = masked.toLowerCase().indexOf(secret, at + MASK.length)) {
+      masked = masked.slice(0, at) + MASK + masked.slice(at + secret.length)
+    }
+  }
+  return masked
+}
+
+/**
+ * The request URL as it may be logged: configured secrets (lower-cased) wherever they are, secret
+ * path segments, tokens and query values masked.
+ */
+export function redactUrl(url: string, secrets: readonly string[] = []): string {
+  const valuesMasked = maskSecretValues(url, secrets)
+  const queryAt = valuesMasked.indexOf('?')
+  const path = maskSecretSegments(queryAt === -1 ? valuesMasked : valuesMasked.slice(0, queryAt)).replace(TOKENS, MASK)
+  return queryAt === -1 ? path : `${path}?${maskQuery(valuesMasked.slice(queryAt + 1))}`
 }
 
 /** Property names whose values are credentials or secrets, in any case: never logged (CONTRACT.md §5). */
@@ -122,8 +157,13 @@ export function maskSecrets(fields: Record<string, unknown>): Record<string, unk
   return masked
 }
 
-/** pino JSON logs with credentials and secrets removed (CONTRACT.md §5). */
-export function loggerOptions(level: string, destination?: LogDestination): LoggerOptions & { stream?: DestinationStream } {
+/** pino JSON logs with credentials and secrets (`secrets`: the configured ones, masked by value in URLs) removed (CONTRACT.md §5). */
+export function loggerOptions(
+  level: string,
+  destination?: LogDestination,
+  secrets: readonly string[] = [],
+): LoggerOptions & { stream?: DestinationStream } {
+  const maskedValues = [...new Set(secrets.filter(Boolean).map((secret) => secret.toLowerCase()))]
   return {
     level,
     formatters: { log: maskSecrets },
@@ -132,7 +172,7 @@ export function loggerOptions(level: string, destination?: LogDestination): Logg
       req(request: FastifyRequest) {
         return {
           method: request.method,
-          url: redactUrl(request.url),
+          url: redactUrl(request.url, maskedValues),
           host: request.host,
           remoteAddress: request.ip,
         }

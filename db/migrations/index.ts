@@ -4,6 +4,7 @@ import * as companyMarketplace from './0002_company_marketplace.js'
 import * as webhooks from './0003_webhooks.js'
 import * as cheaperKeyChecks from './0004_cheaper_key_checks.js'
 import * as refreshTokenInFamily from './0005_refresh_token_in_family.js'
+import * as customerIdsPerRole from './0006_customer_ids_per_role.js'
 
 /**
  * Migrations are imported, not read from a folder, so that the compiled service and the tests
@@ -15,6 +16,7 @@ export const migrations: Record<string, Migration> = {
   '0003_webhooks': webhooks,
   '0004_cheaper_key_checks': cheaperKeyChecks,
   '0005_refresh_token_in_family': refreshTokenInFamily,
+  '0006_customer_ids_per_role': customerIdsPerRole,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -235,7 +235,7 @@ export interface paths {
         put?: never;
         /**
          * Create or update one of the seller's customers
-         * @description Seller role, `customers` permission. An idempotent upsert under the client-chosen `id`: the body is the whole record, so an omitted `email` or `phone` is stored as null. Answers `201` with the customer both when it is created and on every later call; `updated_at` moves only when `name`, `email` or `phone` changed. A `tax_id` that differs from the stored one is `409 tax_id_immutable` (with `current_tax_id`); a tax id that another customer of the role already has is `409 duplicate_customer` (with that `customer_id`). An `id` used by another company role is `404`. Invalid check digits, e-mail or phone are `400 invalid` with `errors` per field.
+         * @description Seller role, `customers` permission. An idempotent upsert under the client-chosen `id`: the body is the whole record, so an omitted `email` or `phone` is stored as null. Answers `201` with the customer both when it is created and on every later call; `updated_at` moves only when `name`, `email` or `phone` changed. A `tax_id` that differs from the stored one is `409 tax_id_immutable` (with `current_tax_id`); a tax id that another customer of the role already has is `409 duplicate_customer` (with that `customer_id`). The `id` is the company role's own: another role's customer with the same `id` is another customer. Invalid check digits, e-mail or phone are `400 invalid` with `errors` per field.
          */
         post: operations["saveCustomer"];
         delete?: never;
@@ -1852,7 +1852,7 @@ export interface operations {
             };
             /**
              * @description Not Found:
-             *     - `not_found`: Not a member of `company_role_id`, or `id` names a customer of another company role
+             *     - `not_found`: Not a member of `company_role_id`
              */
             404: {
                 headers: {

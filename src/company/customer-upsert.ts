@@ -2,17 +2,15 @@ import type { HttpError } from '@fastify/sensible'
 import { uniqueViolation } from '../db/errors.js'
 import type { Db } from '../db/types.js'
 import { problem } from '../lib/problem.js'
-import { findCustomerIdByTaxId, findCustomerOwner, upsertCustomer, type Customer } from './customer-repository.js'
+import { findCustomerIdByTaxId, findCustomerTaxId, upsertCustomer, type Customer } from './customer-repository.js'
 import { validateCustomer, type CustomerBody } from './customer-rules.js'
 
 const TAX_ID_CONSTRAINT = 'customers_role_tax_id_key'
 
-/** Why the upsert left an existing row alone: another role's id (404 per §3) or another tax id. */
-async function untouchedRowProblem(db: Db, companyRoleId: string, id: string): Promise<HttpError> {
-  const existing = await findCustomerOwner(db, id)
-  if (!existing || existing.company_role_id !== companyRoleId) return problem(404, 'not_found', 'Not found.')
+/** The upsert left the role's existing row alone: it carries another tax id. */
+async function taxIdImmutableProblem(db: Db, companyRoleId: string, id: string): Promise<HttpError> {
   return problem(409, 'tax_id_immutable', 'The tax_id of an existing customer cannot be changed.', {
-    extra: { current_tax_id: existing.tax_id },
+    extra: { current_tax_id: (await findCustomerTaxId(db, companyRoleId, id)) ?? null },
   })
 }
 
@@ -38,6 +36,6 @@ export async function saveCustomer(db: Db, companyRoleId: string, id: string, bo
       })
     }
   }
-  if (!saved) throw await untouchedRowProblem(db, companyRoleId, id)
+  if (!saved) throw await taxIdImmutableProblem(db, companyRoleId, id)
   return saved
 }

@@ -85,7 +85,8 @@ function signerChange(
 /**
  * The state machine of route 12: given the envelope, the signer the event names (if any) and the
  * event, what changes. Idempotent (applying the same event twice changes nothing the second time)
- * and monotonic (final states stay, older events never overwrite newer ones).
+ * and monotonic (final states stay, older events never overwrite newer ones, for the envelope and
+ * for each signer alike).
  */
 export function transition(
   envelope: EnvelopeState,
@@ -102,7 +103,9 @@ export function transition(
   const signerStatus = action.kind === 'sign' ? 'signed' : 'refused'
   const change = signer && signerChange(envelope, signer, signerStatus, occurredAt)
   if (change) result.signer = change
-  if (action.kind === 'refusal') {
+  // A refusal speaks for its signer: one its known signer does not take (stale, or the signer has
+  // already signed or refused) cannot refuse the envelope either.
+  if (action.kind === 'refusal' && (signer === undefined || change)) {
     const refused = envelopeChange(envelope, 'refused', occurredAt)
     if (refused) result.envelope = refused
   }

@@ -36,7 +36,9 @@ interface CustomerBody {
   updated_at: string
 }
 
-const stored = async (id: string) => (await db()).selectFrom('customers').selectAll().where('id', '=', id).executeTakeFirst()
+const storedOf = async (roleId: string, id: string) =>
+  (await db()).selectFrom('customers').selectAll().where('company_role_id', '=', roleId).where('id', '=', id).executeTakeFirst()
+const stored = async (id: string) => storedOf(roles.acmeSeller, id)
 const countByTaxId = async (roleId: string, taxId: string) =>
   (await (await db()).selectFrom('customers').select('id').where('company_role_id', '=', roleId).where('tax_id', '=', taxId).execute()).length
 
@@ -120,10 +122,35 @@ describe('POST /api/company/v1/{company_role_id}/customers/{id}', () => {
     expect(response.statusCode).toBe(201)
   })
 
-  it("answers 404 to an id that is another role's customer, and leaves it alone", async () => {
-    problemOf(await save(customers.gammaCompany, { name: 'Mine now', tax_id: '98765432100060' }), 404, 'not_found')
-    problemOf(await save(customers.deltaCompany, { name: 'Mine now', tax_id: CNPJ }), 404, 'not_found')
-    expect(await stored(customers.gammaCompany)).toMatchObject({ company_role_id: roles.gammaSeller, name: 'Omega Atacado Ltda' })
+  it("treats an id another role uses as the caller's own new customer, and leaves the other alone", async () => {
+    const gammaBefore = await storedOf(roles.gammaSeller, customers.gammaCompany)
+    const mine = await save(customers.gammaCompany, { name: 'Mine', tax_id: '98765432100060' })
+    expect(mine.statusCode).toBe(201)
+    expect(mine.json()).toMatchObject({ id: customers.gammaCompany, company_role_id: roles.acmeSeller, name: 'Mine' })
+    // A replay updates Acme's own row, never Gamma's.
+    expect((await save(customers.gammaCompany, { name: 'Mine, renamed', tax_id: '98765432100060' })).statusCode).toBe(201)
+    expect(await storedOf(roles.gammaSeller, customers.gammaCompany)).toEqual(gammaBefore)
+    expect(await storedOf(roles.acmeSeller, customers.gammaCompany)).toMatchObject({ name: 'Mine, renamed' })
+  })
+
+  it('answers the same to an id another role uses as to an unused one: nothing tells them apart', async () => {
+    const used = await save(customers.deltaCompany, { name: 'Probe', tax_id: CNPJ })
+    const unused = await save(randomUUID(), { name: 'Probe', tax_id: CPF })
+    expect([used.statusCode, unused.statusCode]).toEqual([201, 201])
+  })
+
+  it('lets 20 sellers claim one id at once, each getting its own customer', async () => {
+    const id = randomUUID()
+    const sellers = [
+      { roleId: roles.acmeSeller, email: 'alice@acme.example' },
+      { roleId: roles.gammaSeller, email: 'carol@gamma.example' },
+    ]
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => save(id, { name: `Race ${index % 2}`, tax_id: CPF }, sellers[index % 2])),
+    )
+    expect(answers.map((answer) => answer.statusCode)).toEqual(Array(20).fill(201))
+    const rows = await (await db()).selectFrom('customers').select('company_role_id').where('id', '=', id).execute()
+    expect(rows.map((row) => row.company_role_id).sort()).toEqual([roles.acmeSeller, roles.gammaSeller].sort())
   })
 
   it('answers 404 to a role the caller is not a member of, or that does not exist', async () => {

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { ConfigError, DEMO_SECRETS, loadConfig, parseDuration } from '../../src/config.js'
 
@@ -44,7 +45,7 @@ describe('configuration', () => {
 
   it('requires real secrets in production on a real database', () => {
     const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app' }
-    expect(() => loadConfig(production)).toThrowError('JWT_SIGNING_KEY: required in production')
+    expect(() => loadConfig(production)).toThrowError('JWT_SIGNING_KEY, LEGACY_SECRET_KEY, ESIGN_WEBHOOK_SECRETS: required in production')
     expect(() => loadConfig({ ...production, JWT_SIGNING_KEY: 'k'.repeat(40) })).toThrowError('LEGACY_SECRET_KEY')
     const complete = loadConfig({
       ...production,
@@ -53,6 +54,39 @@ describe('configuration', () => {
       ESIGN_WEBHOOK_SECRETS: 'hook',
     })
     expect(complete.esignWebhookSecrets).toEqual(['hook'])
+  })
+
+  it('refuses demo secrets in production whatever the database, naming every offending variable', () => {
+    const message = /^JWT_SIGNING_KEY, LEGACY_SECRET_KEY, ESIGN_WEBHOOK_SECRETS: required in production.*ALLOW_DEMO_SECRETS=true/
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrowError(message)
+    // Spelling out the demo values is no better than leaving them out.
+    expect(() =>
+      loadConfig({
+        NODE_ENV: 'production',
+        JWT_SIGNING_KEY: DEMO_SECRETS.JWT_SIGNING_KEY,
+        LEGACY_SECRET_KEY: 'legacy',
+        ESIGN_WEBHOOK_SECRETS: `rotated,${DEMO_SECRETS.ESIGN_WEBHOOK_SECRETS}`,
+      }),
+    ).toThrowError(/^JWT_SIGNING_KEY, ESIGN_WEBHOOK_SECRETS: required/)
+    expect(loadConfig({ NODE_ENV: 'production', ALLOW_DEMO_SECRETS: 'true' }).jwt).toMatchObject({
+      secret: DEMO_SECRETS.JWT_SIGNING_KEY,
+    })
+    expect(() => loadConfig({ NODE_ENV: 'production', ALLOW_DEMO_SECRETS: 'yes' })).toThrowError('ALLOW_DEMO_SECRETS')
+  })
+
+  it('takes PEM keys in production in place of a JWT signing secret', () => {
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519', {
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+    })
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      JWT_PRIVATE_KEY: privateKey,
+      JWT_PUBLIC_KEY: publicKey,
+      LEGACY_SECRET_KEY: 'legacy',
+      ESIGN_WEBHOOK_SECRETS: 'hook',
+    })
+    expect(config.jwt.algorithm).toBe('EdDSA')
   })
 })
 

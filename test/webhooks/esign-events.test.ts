@@ -133,6 +133,14 @@ describe('transition: refusal', () => {
     })
   })
 
+  it("changes nothing when the refusal is stale for its signer (a sign came later, or the signer already decided)", () => {
+    const signedAfter: SignerState = { status: 'signed', last_event_at: T2 }
+    expect(isNoChange(transition(pendingEnvelope, signedAfter, action('refusal'), T1))).toBe(true)
+    expect(isNoChange(transition(pendingEnvelope, signedAfter, action('refusal'), T3))).toBe(true)
+    const seenLater: SignerState = { status: 'pending', last_event_at: T2 }
+    expect(isNoChange(transition(pendingEnvelope, seenLater, action('refusal'), T1))).toBe(true)
+  })
+
   it('refuses the envelope even when the signer is unknown', () => {
     expect(transition(pendingEnvelope, undefined, action('refusal'), T1)).toEqual({ envelope: { status: 'refused', last_event_at: T1 } })
   })

@@ -109,6 +109,31 @@ describe('POST /webhook/esign/{secret}/', () => {
     expect((await envelopeState(SIGNED_ENVELOPE)).status).toBe('signed')
   })
 
+  it("keeps the envelope pending when a signer's refusal is older than their signature (issue 15, item 5)", async () => {
+    expect((await postWebhook(context.app, notification('sign', T2, { signer: BOB }))).statusCode).toBe(201)
+    const refusal = await postWebhook(context.app, notification('refusal', T1, { signer: BOB }))
+    expect(refusal.json()).toEqual({ received: true, duplicate: false })
+    const state = await envelopeState(PENDING_ENVELOPE)
+    expect(state.status).toBe('pending')
+    expect(state.signers.map((signer) => signer.status)).toEqual(['pending', 'signed'])
+    expect((await storedDeliveries()).map((delivery) => delivery.outcome)).toEqual(['applied', 'ignored'])
+  })
+
+  it('ends the same whichever of a signature and an older refusal arrives first, 20 of each at once', async () => {
+    const events = Array.from({ length: 40 }, (_, index) =>
+      index % 2 === 0
+        ? notification('sign', T2, { signer: BOB, data: { signer: { email: BOB, name: `Bob ${index}` } } })
+        : notification('refusal', T1, { signer: BOB, data: { signer: { email: BOB, name: `Bob ${index}` } } }),
+    )
+    const answers = await Promise.all(events.map((event) => postWebhook(context.app, event)))
+    expect(answers.map((answer) => answer.statusCode)).toEqual(Array(40).fill(201))
+    const state = await envelopeState(PENDING_ENVELOPE)
+    // The signature (T2) is bob's last word whatever the arrival order: the refusal (T1) is stale.
+    // Only a refusal that lands first can refuse; then bob's later signature finds him decided.
+    if (state.signers[1]?.status === 'signed') expect(state.status).toBe('pending')
+    else expect(state).toMatchObject({ status: 'refused', signers: [{ status: 'pending' }, { status: 'refused' }] })
+  })
+
   it('ends in the right state when a later close arrives before an earlier signature', async () => {
     await postWebhook(context.app, notification('close', T3))
     await postWebhook(context.app, notification('sign', T1, { signer: ALICE }))

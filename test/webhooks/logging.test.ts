@@ -46,4 +46,27 @@ describe('the webhook secret in logs', () => {
       .map((entry) => entry.result)
     expect(outcomes).toContainEqual({ event: 'sign', envelope_key: PENDING_ENVELOPE, duplicate: false, outcome: 'applied' })
   })
+
+  it('masks a configured secret by value in near-miss URLs, whatever the route (issue 15, item 6)', async () => {
+    lines.length = 0
+    const body = notification('sign', '2026-05-01T10:00:00.000Z', { signer: 'bob@beta.example' })
+    const nearMisses = [
+      `/webhooks/esign/${SECRET}/`,
+      `/webhook%2Fesign%2F${SECRET}`,
+      `/webhook/ESIGN/${SECRET}`,
+      `/webhook/esign/${SECRET.toUpperCase()}/`,
+      `/api/v1/${encodeURIComponent(encodeURIComponent(SECRET))}`,
+      `/api/company/v1/${SECRET.slice(0, 4)}%${SECRET.charCodeAt(4).toString(16)}${SECRET.slice(5)}/x`,
+      `/health/live?${SECRET}`,
+    ]
+    const statuses = await Promise.all(
+      nearMisses.map(async (url) => (await context.app.inject({ method: 'POST', url, payload: body })).statusCode),
+    )
+    expect(statuses.every((status) => status === 404 || status === 405)).toBe(true)
+    const completed = lines
+      .map((line) => JSON.parse(line) as { msg?: string; req?: { url?: string } })
+      .filter((entry) => entry.msg === 'request completed')
+    expect(completed).toHaveLength(nearMisses.length)
+    expect(lines.filter((line) => line.toLowerCase().includes(SECRET.toLowerCase()))).toEqual([])
+  })
 })
