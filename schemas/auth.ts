@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { Nullable, Timestamp, Uuid } from './common.js'
 import { UserCompanies } from './company.js'
 import { ACME_COMPANIES, ALICE, DEMO_LOGIN, DEMO_REFRESHED, DEMO_TOKENS } from './examples.js'
-import { BODY_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, when, withExamples } from './responses.js'
+import { BODY_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, tokenResponse, when, withExamples } from './responses.js'
 
 const Jwt = Type.String({ description: 'JWT (SimpleJWT claim names)' })
 
@@ -65,7 +65,7 @@ export const tokenRouteSchema = {
     '`401 no_active_account`; repeated failures are `429` with `Retry-After`.',
   body: loginBody,
   response: routeResponses(
-    { 200: jsonResponse('The token pair', TokenPairResponse, { alice: { summary: 'alice@acme.example logged in', value: DEMO_TOKENS } }) },
+    { 200: tokenResponse('The token pair', TokenPairResponse, { alice: { summary: 'alice@acme.example logged in', value: DEMO_TOKENS } }) },
     credentialProblems,
   ),
 }
@@ -95,7 +95,7 @@ export const refreshRouteSchema = {
     'now spent. Replaying a spent token revokes the whole family (every token of that login).',
   body: withExamples(RefreshRequest, { alice: { summary: "alice's refresh token from the token route", value: { refresh: DEMO_TOKENS.refresh } } }),
   response: routeResponses(
-    { 200: jsonResponse('A new access token and the next refresh token of the family', RefreshResponse, { alice: { summary: 'Rotated', value: DEMO_REFRESHED } }) },
+    { 200: tokenResponse('A new access token and the next refresh token of the family', RefreshResponse, { alice: { summary: 'Rotated', value: DEMO_REFRESHED } }) },
     [
       invalid({ refresh: ['This field is required.'] }, '`refresh` is missing or not a string'),
       ...BODY_PROBLEMS,

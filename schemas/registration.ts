@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { SessionUser, TokenPairResponse } from './auth.js'
 import { OPTIONAL_BODY } from './common.js'
 import { DEMO_TOKENS, MARIA } from './examples.js'
-import { invalid, jsonResponse, Problems, routeResponses, when, withExample, withExamples } from './responses.js'
+import { invalid, Problems, routeResponses, tokenResponse, when, withExample, withExamples } from './responses.js'
 
 /** Not constrained here: every malformed link must be the same `invalid_link`, not a validation error. */
 export const ConfirmMigrationParams = Type.Object({
@@ -57,7 +57,7 @@ export const confirmMigrationRouteSchema = {
   }),
   response: routeResponses(
     {
-      201: jsonResponse('The account is confirmed and a session starts', ConfirmMigrationResponse, {
+      201: tokenResponse('The account is confirmed and a session starts', ConfirmMigrationResponse, {
         maria: { summary: 'maria@legacy.example (old id 1042, uidb64 `MTA0Mg`) confirmed', value: { ...DEMO_TOKENS, user: MARIA } },
       }),
     },

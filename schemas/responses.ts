@@ -54,6 +54,20 @@ export function jsonResponse<T extends TSchema>(description: string, schema: T, 
   }
 }
 
+const NO_STORE: Record<string, HeaderSpec> = {
+  'Cache-Control': {
+    [HEADER_REQUIRED]: true,
+    type: 'string',
+    description: 'Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1)',
+  },
+}
+
+/** A success that carries tokens: as jsonResponse, and never stored by a cache. */
+export function tokenResponse<T extends TSchema>(description: string, schema: T, examples: Examples<Static<T>>) {
+  const response = jsonResponse(description, schema, examples)
+  return { ...response, headers: { ...response.headers, ...NO_STORE } }
+}
+
 /** A success without a body (204). `type: null` keeps @fastify/swagger from inventing content. */
 export function emptyResponse(description: string) {
   return { type: 'null' as const, description, headers: { ...REQUEST_ID } }

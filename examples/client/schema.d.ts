@@ -546,6 +546,8 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
+                    "Cache-Control": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -861,6 +863,8 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
+                    "Cache-Control": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2305,6 +2309,8 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
+                    "Cache-Control": string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -6,6 +6,7 @@ import type { Config } from '../config.js'
 import { logIn } from './login.js'
 import type { LoginThrottle } from './login-throttle.js'
 import { rotateRefreshToken } from './sessions.js'
+import { noStore } from '../lib/no-store.js'
 
 export interface AuthPluginOptions {
   config: Config
@@ -20,6 +21,7 @@ async function trimEmail(request: FastifyRequest): Promise<void> {
 
 /** Routes 1–3: tokens, the application's login, and refresh-token rotation. */
 const authRoutes: FastifyPluginAsyncTypebox<AuthPluginOptions> = async (app, { config, throttle }) => {
+  app.addHook('onRequest', noStore)
   const logInWith = (request: FastifyRequest, email: string, password: string) =>
     logIn(app.db, app.tokens, throttle, {
       clientIp: request.ip,

@@ -5,6 +5,7 @@ import type { Config } from '../config.js'
 import { emptyBodyAsObject } from '../lib/optional-body.js'
 import { wellFormedJsonParser } from '../lib/well-formed-json.js'
 import { confirmMigratedAccount } from './confirmation.js'
+import { noStore } from '../lib/no-store.js'
 
 export interface RegistrationPluginOptions {
   config: Config
@@ -25,6 +26,7 @@ function acceptEmptyJson(app: FastifyInstance): void {
 
 /** Route 10: confirmation of accounts migrated from the old platform. */
 const registrationRoutes: FastifyPluginAsyncTypebox<RegistrationPluginOptions> = async (app, { config }) => {
+  app.addHook('onRequest', noStore)
   acceptEmptyJson(app)
 
   app.post(
