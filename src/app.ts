@@ -30,6 +30,7 @@ import drainingPlugin from './plugins/draining.js'
 import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
 import healthRoutes from './plugins/health.js'
 import jwksRoutes from './plugins/jwks.js'
+import securityHeaders from './plugins/security-headers.js'
 import tenancyPlugin from './plugins/tenancy.js'
 import registrationRoutes from './registration/plugin.js'
 import webhookRoutes from './webhooks/plugin.js'
@@ -125,6 +126,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.removeContentTypeParser('text/plain')
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, wellFormedJsonParser(app))
+  await app.register(securityHeaders)
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
   await app.register(drainingPlugin)

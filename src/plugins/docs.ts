@@ -69,7 +69,14 @@ export default fp(
       docs.addHook('onRoute', (route) => {
         route.config = { ...route.config, public: true }
       })
-      await docs.register(fastifySwaggerUi, { routePrefix: '/docs' })
+      await docs.register(fastifySwaggerUi, {
+        routePrefix: '/docs',
+        // swagger-ui's own policy, with hashes of its inline scripts; the page may not be framed,
+        // and it keeps the scheme it was served with (TLS ends at the gateway).
+        staticCSP: true,
+        transformStaticCSP: (policy) =>
+          policy.replace("frame-ancestors 'self'", "frame-ancestors 'none'").replace(' upgrade-insecure-requests;', ''),
+      })
     })
   },
   { name: 'docs' },
