@@ -15,7 +15,7 @@ import {
 import { configurePasswordHashing } from './auth/passwords.js'
 import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
-import { openDatabase } from './db/open.js'
+import { openDatabase, type OpenOptions } from './db/open.js'
 import type { DatabaseHandle } from './db/database.js'
 import { answerClientError } from './lib/client-errors.js'
 import { installStrictFormats } from './lib/formats.js'
@@ -42,6 +42,8 @@ export interface BuildOptions {
   logDestination?: LogDestination
   /** Replaces the login-failure counters (tests give each app its own). */
   counterStore?: CounterStore
+  /** Fills a new embedded database (src/server.ts passes the demo seed; see src/db/open.ts). */
+  seedNewEmbedded?: OpenOptions['seedNewEmbedded']
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -116,7 +118,7 @@ async function counterStore(app: FastifyInstance, config: Config, options: Build
 /** Builds the whole service from a configuration; no globals, nothing listens yet. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, options)).withTypeProvider<TypeBoxTypeProvider>()
-  const database = options.database ?? (await openDatabase(config, app.log))
+  const database = options.database ?? (await openDatabase(config, app.log, { seedNewEmbedded: options.seedNewEmbedded }))
 
   app.decorateRequest('logResult', null)
   app.addHook('onRequest', async (request, reply) => {
