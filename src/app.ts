@@ -31,7 +31,7 @@ import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
 import healthRoutes from './plugins/health.js'
 import jwksRoutes from './plugins/jwks.js'
 import securityHeaders from './plugins/security-headers.js'
-import tenancyPlugin from './plugins/tenancy.js'
+import tenancyPlugin from './tenancy/plugin.js'
 import registrationRoutes from './registration/plugin.js'
 import webhookRoutes from './webhooks/plugin.js'
 

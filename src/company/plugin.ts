@@ -2,11 +2,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { userCompaniesRouteSchema } from '../../schemas/company.js'
 import { admitUser } from '../plugins/authentication.js'
 import { principalKey } from '../tenancy/principal.js'
-import { findPrincipalCompanies } from './user-companies.js'
-import documentsRoutes from './documents-routes.js'
-import chatRoutes from './chat-routes.js'
-import bankAccountRoutes from './bank-account-routes.js'
-import customerRoutes from './customer-routes.js'
+import { findPrincipalCompanies } from '../tenancy/user-companies.js'
+import documentsRoutes from './kyc/routes.js'
+import chatRoutes from './chat/routes.js'
+import bankAccountRoutes from './bank-accounts/routes.js'
+import customerRoutes from './customers/routes.js'
 
 /** Company data: the caller's companies (route 4) and the company-role routes. */
 const companyRoutes: FastifyPluginAsyncTypebox = async (app) => {

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { Db } from '../db/types.js'
 import { problem } from '../lib/problem.js'
-import { admitMember } from '../plugins/tenancy.js'
+import { admitMember } from '../tenancy/plugin.js'
 import { scopedPrincipalKey } from '../tenancy/principal.js'
 import { findScopedTitleDocuments } from './repository.js'
 

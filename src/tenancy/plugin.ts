@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { authorise, type CompanyRoleContext, type RoleRequirement } from '../tenancy/membership.js'
-import { PresenceTracker } from '../tenancy/presence.js'
-import type { PrincipalWithMembership } from '../tenancy/principal.js'
-import { admitUser } from './authentication.js'
+import { authorise, type CompanyRoleContext, type RoleRequirement } from './membership.js'
+import { PresenceTracker } from '../company/chat/presence.js'
+import type { PrincipalWithMembership } from './principal.js'
+import { admitUser } from '../plugins/authentication.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely'
 import type { AuthenticatedUser } from '../auth/repository.js'
 import { Precompiled } from '../db/precompiled.js'
 import type { Database, Db, Permission, RoleKind } from '../db/types.js'
-import { activeUserForToken, userOf, type TokenPrincipal } from '../tenancy/principal.js'
+import { activeUserForToken, userOf, type TokenPrincipal } from './principal.js'
 
 export interface UserCompany {
   id: string

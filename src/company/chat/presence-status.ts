@@ -1,5 +1,5 @@
 /** What route 6 shows for a partner's company role. */
-import type { PresenceStatus } from '../vocabulary.js'
+import type { PresenceStatus } from '../../vocabulary.js'
 
 export type { PresenceStatus }
 

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely'
-import { Precompiled } from '../db/precompiled.js'
-import type { Database, Db } from '../db/types.js'
-import { principalOf, userWithMembership, type PrincipalWithMembership, type ScopedPrincipal } from '../tenancy/principal.js'
+import { Precompiled } from '../../db/precompiled.js'
+import type { Database, Db } from '../../db/types.js'
+import { principalOf, userWithMembership, type PrincipalWithMembership, type ScopedPrincipal } from '../../tenancy/principal.js'
 
 export interface PartnerPresence {
   last_seen_at: Date | null

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { presenceRouteSchema } from '../../schemas/chat.js'
-import { problem } from '../lib/problem.js'
-import { admitMember } from '../plugins/tenancy.js'
-import { scopedPrincipalKey } from '../tenancy/principal.js'
-import { findScopedPartnerPresence } from './chat-repository.js'
+import { presenceRouteSchema } from '../../../schemas/chat.js'
+import { problem } from '../../lib/problem.js'
+import { admitMember } from '../../tenancy/plugin.js'
+import { scopedPrincipalKey } from '../../tenancy/principal.js'
+import { findScopedPartnerPresence } from './repository.js'
 import { presenceStatus } from './presence-status.js'
 
 /** Route 6: a chat partner's presence (written by the tenancy hook, see src/tenancy/presence.ts). */

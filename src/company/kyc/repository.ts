@@ -1,11 +1,11 @@
 import type { Kysely } from 'kysely'
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres'
-import { uniqueViolation } from '../db/errors.js'
-import { Precompiled } from '../db/precompiled.js'
-import { isoTimestamp } from '../db/sql-json.js'
-import type { Database, Db, KycType } from '../db/types.js'
-import { principalOf, userWithMembership, type PrincipalWithMembership, type ScopedPrincipal } from '../tenancy/principal.js'
-import type { LatestKycDocument } from './kyc-status.js'
+import { uniqueViolation } from '../../db/errors.js'
+import { Precompiled } from '../../db/precompiled.js'
+import { isoTimestamp } from '../../db/sql-json.js'
+import type { Database, Db, KycType } from '../../db/types.js'
+import { principalOf, userWithMembership, type PrincipalWithMembership, type ScopedPrincipal } from '../../tenancy/principal.js'
+import type { LatestKycDocument } from './status.js'
 
 /** The open solicitation from one buyer to one seller, as route 7 shows it. */
 export interface OpenSolicitation {

@@ -1,13 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import { checkDocumentsRouteSchema, solicitationRouteSchema, type SolicitationRequest } from '../../schemas/documents.js'
-import type { Db } from '../db/types.js'
-import { emptyBodyAsObject } from '../lib/optional-body.js'
-import { problem } from '../lib/problem.js'
-import { admitMember } from '../plugins/tenancy.js'
-import { scopedPrincipalKey } from '../tenancy/principal.js'
-import { findScopedSellerKyc, insertOpenSolicitation, loadSellerKyc, type SellerKyc, type Solicitation } from './kyc-repository.js'
-import { inChecklistOrder, kycChecklist, typesNotApproved, utcToday } from './kyc-status.js'
+import { checkDocumentsRouteSchema, solicitationRouteSchema, type SolicitationRequest } from '../../../schemas/documents.js'
+import type { Db } from '../../db/types.js'
+import { emptyBodyAsObject } from '../../lib/optional-body.js'
+import { problem } from '../../lib/problem.js'
+import { admitMember } from '../../tenancy/plugin.js'
+import { scopedPrincipalKey } from '../../tenancy/principal.js'
+import { findScopedSellerKyc, insertOpenSolicitation, loadSellerKyc, type SellerKyc, type Solicitation } from './repository.js'
+import { inChecklistOrder, kycChecklist, typesNotApproved, utcToday } from './status.js'
 
 const SUPPORTED_VERSIONS = new Set(['v1'])
 
