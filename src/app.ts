@@ -32,6 +32,7 @@ import healthRoutes from './plugins/health.js'
 import jwksRoutes from './plugins/jwks.js'
 import securityHeaders from './plugins/security-headers.js'
 import tenancyPlugin from './tenancy/plugin.js'
+import presencePlugin from './company/chat/presence-plugin.js'
 import registrationRoutes from './registration/plugin.js'
 import webhookRoutes from './webhooks/plugin.js'
 
@@ -136,6 +137,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(docsPlugin)
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)
+  await app.register(presencePlugin)
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread })
   const throttle = new LoginThrottle(await counterStore(app, config, options), config.loginThrottle)

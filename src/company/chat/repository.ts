@@ -1,7 +1,6 @@
 import { sql, type Kysely } from 'kysely'
-import { Precompiled } from '../../db/precompiled.js'
-import type { Database, Db } from '../../db/types.js'
-import { principalOf, userWithMembership, type PrincipalWithMembership, type ScopedPrincipal } from '../../tenancy/principal.js'
+import type { Database } from '../../db/types.js'
+import { ScopedStatement } from '../../tenancy/scoped-statement.js'
 
 export interface PartnerPresence {
   last_seen_at: Date | null
@@ -27,24 +26,7 @@ function partnerPresence(db: Kysely<Database>, roleId: string, partnerRoleId: st
     .limit(1)
 }
 
-/** Route 6 in one statement: the principal, their membership, and the partner's presence. */
-const scopedPresenceStatement = new Precompiled((db, p: ScopedPrincipal & { partnerRoleId: string }) =>
-  userWithMembership(db, p)
-    .leftJoinLateral(partnerPresence(db, p.companyRoleId, p.partnerRoleId).as('presence'), (join) => join.onTrue())
-    .selectAll('presence'),
+/** Route 6 in one statement: the principal, their membership, and (for a member) the partner's presence. */
+export const scopedPartnerPresence = new ScopedStatement((db, p: { partnerRoleId: string }, scope) =>
+  partnerPresence(db, scope.companyRoleId, p.partnerRoleId),
 )
-
-export interface ScopedPartnerPresence {
-  /** Undefined when the token's user is not active. */
-  principal: PrincipalWithMembership | undefined
-  /** Undefined when the two roles share no conversation. */
-  presence: PartnerPresence | undefined
-}
-
-export async function findScopedPartnerPresence(db: Db, key: ScopedPrincipal, partnerRoleId: string): Promise<ScopedPartnerPresence> {
-  const row = await scopedPresenceStatement.first(db, { ...key, partnerRoleId })
-  if (!row) return { principal: undefined, presence: undefined }
-  const { conversation_id: conversationId, last_seen_at: lastSeenAt, now } = row
-  const shared = conversationId !== null && now !== null
-  return { principal: principalOf(row), presence: shared ? { last_seen_at: lastSeenAt, now } : undefined }
-}
