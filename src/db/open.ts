@@ -1,7 +1,14 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { Config } from '../config.js'
 import { createEmbeddedDatabase, createPostgresDatabase, migrateToLatest, type DatabaseHandle } from './database.js'
 import type { Db } from './types.js'
+
+/** What this module reads of the configuration (src/config.ts), named here so that src/db/ does not import it. */
+export interface DatabaseSettings {
+  databaseUrl: string | undefined
+  databasePoolSize: number
+  databasePreparedStatements: boolean
+  pgliteDir: string
+}
 
 export interface OpenOptions {
   /**
@@ -16,7 +23,7 @@ export interface OpenOptions {
  * explicit commands), else the embedded PGlite in PGLITE_DIR, migrated at start and seeded by
  * `seedNewEmbedded` when it is new.
  */
-export async function openDatabase(config: Config, log: FastifyBaseLogger, options: OpenOptions = {}): Promise<DatabaseHandle> {
+export async function openDatabase(config: DatabaseSettings, log: FastifyBaseLogger, options: OpenOptions = {}): Promise<DatabaseHandle> {
   if (config.databaseUrl) {
     return createPostgresDatabase({
       connectionString: config.databaseUrl,

@@ -39,7 +39,7 @@ async function assertAdmitted(request: FastifyRequest, reply: FastifyReply, payl
 
 /**
  * The tenancy pipeline, the same on every authenticated route. After the JWT hook
- * (src/plugins/authentication.ts: the token's signature and claims, 401) and schema validation
+ * (src/auth/authentication.ts: the token's signature and claims, 401) and schema validation
  * (400), this preHandler reads the token's user, with their membership of `{company_role_id}` on a
  * route with a `companyRole` config, in one query, and admits them: 401 for an inactive user or a
  * revoked family, 404 for no active membership, 403 for the wrong kind of role or a missing
