@@ -44,13 +44,18 @@ const FOUND = 'data_found'
 
 type StatementRow = PrincipalColumns & MemberColumns & { [FOUND]: boolean | null } & Record<string, unknown>
 
-/** The data columns of a statement row (the principal's and the member's taken out). */
-function dataOf<Data>(row: StatementRow): Data {
-  const data: Record<string, unknown> = { ...row }
-  for (const column of PRINCIPAL_COLUMNS) delete data[column]
-  for (const column of MEMBER_COLUMNS) delete data[column]
-  delete data[FOUND]
-  return data as Data
+const NOT_DATA = new Set<string>([...PRINCIPAL_COLUMNS, ...MEMBER_COLUMNS, FOUND])
+
+/** Splits a statement's rows: the data columns, named once from the first row the driver returns. */
+class RowSplitter {
+  private dataColumns: string[] | undefined
+
+  dataOf<Data>(row: StatementRow): Data {
+    const columns = (this.dataColumns ??= Object.keys(row).filter((column) => !NOT_DATA.has(column)))
+    const data: Record<string, unknown> = {}
+    for (const column of columns) data[column] = row[column]
+    return data as Data
+  }
 }
 
 /**
@@ -62,6 +67,7 @@ function dataOf<Data>(row: StatementRow): Data {
  */
 export class ScopedStatement<Params extends object, Data> {
   private readonly statement: Precompiled<ScopedPrincipal & Params, StatementRow>
+  private readonly rows = new RowSplitter()
 
   constructor(data: (db: Kysely<Database>, params: Params, scope: Scope) => DataQuery<Data>) {
     this.statement = new Precompiled((db, params: ScopedPrincipal & Params) =>
@@ -89,7 +95,7 @@ export class ScopedStatement<Params extends object, Data> {
   async read(request: FastifyRequest, params: Params): Promise<Data | undefined> {
     const row = await this.statement.first(request.server.db, { ...params, ...scopedPrincipalKey(request) })
     admitMember(request, row && principalOf(row))
-    return row?.[FOUND] ? dataOf<Data>(row) : undefined
+    return row?.[FOUND] ? this.rows.dataOf<Data>(row) : undefined
   }
 }
 
@@ -100,6 +106,7 @@ export class ScopedStatement<Params extends object, Data> {
  */
 export class PrincipalStatement<Params extends object, Data> {
   private readonly statement: Precompiled<TokenPrincipal & Params, StatementRow>
+  private readonly splitter = new RowSplitter()
 
   constructor(
     data: (db: Kysely<Database>, params: Params, principal: TokenPrincipal) => DataQuery<Data>,
@@ -126,6 +133,6 @@ export class PrincipalStatement<Params extends object, Data> {
     const rows = await this.statement.rows(request.server.db, { ...params, ...principalKey(request) })
     const first = rows[0]
     admitUser(request, first && userOf(first))
-    return rows.filter((row) => row[FOUND]).map((row) => dataOf<Data>(row))
+    return rows.filter((row) => row[FOUND]).map((row) => this.splitter.dataOf<Data>(row))
   }
 }
