@@ -94,17 +94,32 @@ function signatureOf(eb: ExpressionBuilder<Database, 'title_documents'>) {
 }
 
 /**
- * The title, if the member may see it, with its documents in upload order as one JSON array built
- * by the database: a lateral subquery of a statement that starts from the principal and their
- * membership (src/tenancy/principal.ts), run only for a member. One row, or none.
+ * The title's id, if the member may see it: a lateral subquery of a statement that starts from the
+ * principal and their membership (src/tenancy/principal.ts), run only for a member. One row, or none.
  */
 function visibleTitle(eb: ExpressionBuilder<Database, ScopedTables>, titleId: string) {
   return eb
     .selectFrom('titles')
-    .select((title) => [
-      'titles.id',
-      jsonArrayFrom(
-        title
+    .select('titles.id')
+    .where('companies.id', 'is not', null)
+    .where('titles.id', '=', titleId)
+    .where(visibleToMember)
+    .as('title')
+}
+
+/**
+ * Route 9 in one statement: the principal, their membership, and the title's documents if visible,
+ * in upload order, as the JSON text of the response body (`TitleDocument[]`): the service sends it
+ * as it comes, instead of parsing it into objects only to serialise them again. The documents are
+ * built outside the visibility subquery and only once it found the title: inside it, PostgreSQL
+ * evaluated them before the visibility check, so a 404 paid for the whole body.
+ */
+const titleDocumentsStatement = new Precompiled((db, p: ScopedPrincipal & { titleId: string }) =>
+  userWithMembership(db, p)
+    .leftJoinLateral((eb) => visibleTitle(eb, p.titleId), (join) => join.onTrue())
+    .select((eb) => {
+      const documents = jsonArrayFrom(
+        eb
           .selectFrom('title_documents')
           .select((document) => [
             'title_documents.id',
@@ -116,26 +131,15 @@ function visibleTitle(eb: ExpressionBuilder<Database, ScopedTables>, titleId: st
             isoTimestamp(document.ref('title_documents.uploaded_at')).as('uploaded_at'),
             signatureOf(document).as('signature'),
           ])
-          .whereRef('title_documents.title_id', '=', 'titles.id')
+          .whereRef('title_documents.title_id', '=', 'title.id')
           .orderBy('title_documents.uploaded_at')
           .orderBy('title_documents.id'),
-      ).as('documents'),
-    ])
-    .where('companies.id', 'is not', null)
-    .where('titles.id', '=', titleId)
-    .where(visibleToMember)
-    .as('title')
-}
-
-/**
- * Route 9 in one statement: the principal, their membership, and the title's documents if visible,
- * as the JSON text of the response body (`TitleDocument[]`): the service sends it as it comes,
- * instead of parsing it into objects only to serialise them again.
- */
-const titleDocumentsStatement = new Precompiled((db, p: ScopedPrincipal & { titleId: string }) =>
-  userWithMembership(db, p)
-    .leftJoinLateral((eb) => visibleTitle(eb, p.titleId), (join) => join.onTrue())
-    .select(['title.id as visible_title_id', sql<string | null>`title.documents::text`.as('documents_json')]),
+      )
+      return [
+        'title.id as visible_title_id',
+        sql<string | null>`CASE WHEN ${eb.ref('title.id')} IS NOT NULL THEN (${documents})::text END`.as('documents_json'),
+      ]
+    }),
 )
 
 export interface ScopedTitleDocuments {
