@@ -7,13 +7,14 @@
 import { randomUUID } from 'node:crypto'
 import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
-import { availableParallelism, totalmem } from 'node:os'
+import { availableParallelism, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { DEMO } from '../db/seed/demo.js'
 import { loadVolume, volumeCounts } from '../db/seed/volume.js'
 import { DEMO_SECRETS } from '../src/config.js'
+import { cnpjCheckDigits } from '../src/lib/tax-id.js'
 import { createPostgresDatabase } from '../src/db/database.js'
 import { postgresVersion, recreateBenchDatabase } from './database.js'
 import { runLoad, type LoadResult } from './load.js'
@@ -112,6 +113,14 @@ async function startOwnSqlFloor(databaseUrl: string, poolSize: number): Promise<
   return { child, pid: child.pid!, baseUrl: `http://127.0.0.1:${port}`, startTimes }
 }
 
+/** A new valid CNPJ per call: a customer's tax id is unique per seller. */
+let cnpjSeq = Math.floor(Math.random() * 1e9)
+function nextCnpj(): string {
+  cnpjSeq += 1
+  const base = `9${String(cnpjSeq).padStart(11, '0')}`
+  return `${base}${cnpjCheckDigits(base)}`
+}
+
 const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0
 
 /** Sequential requests, one at a time, each timed alone: latency without queueing. */
@@ -148,7 +157,7 @@ class VolumeBench {
   /** Every route on one database: the service and the own-SQL floor server both running, one loaded at a time. */
   async measureDatabase(databaseUrl: string): Promise<Measurement[]> {
     const database = new URL(databaseUrl).pathname.slice(1)
-    const service = await startService({ database: { kind: 'postgres', url: databaseUrl }, logLevel: 'info', poolSize: this.options.poolSize })
+    const service = await startService({ database: { kind: 'postgres', url: databaseUrl }, logLevel: 'info', poolSize: this.options.poolSize, env: { ALLOW_DEMO_SECRETS: 'true' }, logFile: join(tmpdir(), `volume-bench-service-${process.pid}.log`) })
     const floor = await startOwnSqlFloor(databaseUrl, this.options.poolSize)
     const results: Measurement[] = []
     const report = (m: Measurement) => {
@@ -177,8 +186,11 @@ class VolumeBench {
         requests: [{
           method: 'POST',
           headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ name: 'Bench Payer Ltda', tax_id: '11444777000161' }),
-          setupRequest: (request) => ({ ...request, path: `/api/company/v1/${roles.acmeSeller}/customers/${randomUUID()}` }),
+          setupRequest: (request) => ({
+            ...request,
+            path: `/api/company/v1/${roles.acmeSeller}/customers/${randomUUID()}`,
+            body: JSON.stringify({ name: 'Bench Payer Ltda', tax_id: nextCnpj() }),
+          }),
         }],
       }
       const r11 = await this.load(service.baseUrl, customers, service.pid, database)
