@@ -255,11 +255,18 @@ function git(args: string[]): string {
   }
 }
 
+/**
+ * The volume section of RESULTS.md: kept by `npm run bench` when it rewrites the rest. Inside it,
+ * the run's own figures sit between the run markers and are replaced by the next run; notes written
+ * by hand around them stay.
+ */
 const START = '<!-- volume:start -->'
 const END = '<!-- volume:end -->'
+const RUN_START = '<!-- volume:run:start -->'
+const RUN_END = '<!-- volume:run:end -->'
 
-function renderSection(options: VolumeOptions, header: string[], rounds: { demo: Measurement[]; volume: Measurement[] }[]): string {
-  const lines = [START, '', '## Production volume (issue 17): `npm run bench -- --volume production`', '', ...header, '']
+function renderRun(header: string[], rounds: { demo: Measurement[]; volume: Measurement[] }[]): string {
+  const lines = [RUN_START, '', ...header, '']
   for (const [index, { demo, volume }] of rounds.entries()) {
     if (rounds.length > 1) lines.push(`Round ${index + 1}:`, '')
     lines.push(
@@ -277,21 +284,25 @@ function renderSection(options: VolumeOptions, header: string[], rounds: { demo:
     }
     lines.push('')
   }
-  lines.push(END)
+  lines.push(RUN_END)
   return lines.join('\n')
 }
 
-/** Replaces the volume section of the results file, or appends one; the rest of the file is kept. */
-function writeSection(file: string, section: string): void {
+/** Replaces the previous run's figures, or adds a volume section; the rest of the file is kept. */
+function writeRun(file: string, run: string): void {
   let text = ''
   try {
     text = readFileSync(file, 'utf8')
   } catch {
     text = ''
   }
-  const start = text.indexOf(START)
+  const runStart = text.indexOf(RUN_START)
+  const runEnd = text.indexOf(RUN_END)
   const end = text.indexOf(END)
-  const next = start >= 0 && end > start ? `${text.slice(0, start)}${section}${text.slice(end + END.length)}` : `${text.trimEnd()}\n\n${section}\n`
+  let next: string
+  if (runStart >= 0 && runEnd > runStart) next = `${text.slice(0, runStart)}${run}${text.slice(runEnd + RUN_END.length)}`
+  else if (end >= 0) next = `${text.slice(0, end)}${run}\n\n${text.slice(end)}`
+  else next = `${text.trimEnd()}\n\n${START}\n\n## Production volume (issue 17): \`npm run bench -- --volume production\`\n\n${run}\n\n${END}\n`
   writeFileSync(file, next)
 }
 
@@ -331,9 +342,9 @@ export async function runVolumeBench(argv: string[]): Promise<void> {
       `- ${options.duration} s per load after ${options.warmup} s warm-up, ${options.connections} connections, pool ${options.poolSize}; routes 5 and 8: ${options.probes} sequential requests each, state reset by SQL between them`,
       `- Args: ${argv.join(' ')}`,
     ]
-    const section = renderSection(options, header, rounds)
-    say(`\n${section}`)
-    writeSection(join(REPO_ROOT, options.out), section)
+    const run = renderRun(header, rounds)
+    say(`\n${run}`)
+    writeRun(join(REPO_ROOT, options.out), run)
     say(`\nwritten to ${options.out}`)
   } finally {
     await stopAllChildren()
