@@ -59,6 +59,7 @@ await build({
     migrate: 'src/cli/migrate.ts',
     seed: 'src/cli/seed.ts',
     'confirmation-link': 'src/cli/confirmation-link.ts',
+    retention: 'src/cli/retention.ts',
   },
   outdir,
   bundle: true,

@@ -1,5 +1,5 @@
 import { mkdir } from 'node:fs/promises'
-import { Kysely, Migrator, PostgresDialect, sql } from 'kysely'
+import { Kysely, Migrator, PostgresDialect, sql, type KyselyConfig } from 'kysely'
 import pg from 'pg'
 import { migrationProvider, migrations } from '../../db/migrations/index.js'
 import { PreparedStatementPool } from './prepared-statements.js'
@@ -26,6 +26,8 @@ export interface PostgresOptions {
   schema?: string | undefined
   /** Run queries as named prepared statements (default true; see prepared-statements.ts). */
   preparedStatements?: boolean
+  /** Kysely's query log, for tools that look at the statements run (the plan check). */
+  log?: KyselyConfig['log']
 }
 
 /**
@@ -88,6 +90,7 @@ export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle
   return {
     db: new Kysely<Database>({
       dialect: new PostgresDialect({ pool: options.preparedStatements === false ? pool : new PreparedStatementPool(pool) }),
+      ...(options.log ? { log: options.log } : {}),
     }),
     kind: 'postgres',
     created: false,
