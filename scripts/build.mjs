@@ -64,7 +64,7 @@ await build({
   bundle: true,
   platform: 'node',
   format: 'esm',
-  target: 'node20',
+  target: 'node24',
   external,
   banner: { js: banner },
   plugins: [ownDirname],
