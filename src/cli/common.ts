@@ -108,6 +108,13 @@ function describePostgresError(error: unknown, target: ServerTarget): string {
     default:
       break
   }
+  // PgBouncer answers these with its own words (SQLSTATE 08P01).
+  if (/^no such database/i.test(message)) {
+    return `the pooler at ${target.host}:${target.port} has no database "${target.database}": add it to [databases] in pgbouncer.ini, or fix the database in DATABASE_URL`
+  }
+  if (/(SASL|password) authentication failed/i.test(message)) {
+    return `${message}: fix the user and password in DATABASE_URL (behind PgBouncer, also its auth_file)`
+  }
   if (/timeout/i.test(message)) {
     return `no answer from ${at} (${message}): check the host and port in DATABASE_URL and that the server accepts connections`
   }
