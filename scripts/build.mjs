@@ -65,7 +65,7 @@ await build({
   bundle: true,
   platform: 'node',
   format: 'esm',
-  target: 'node20',
+  target: 'node24',
   external,
   banner: { js: banner },
   plugins: [ownDirname],

@@ -1,4 +1,5 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
+import { Type, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { EnvironmentSchema, type Environment } from '../schemas/config.js'
 
@@ -72,10 +73,29 @@ function splitList(text: string | undefined): string[] {
   return (text ?? '').split(',').map((item) => item.trim()).filter(Boolean)
 }
 
-function describeErrors(env: Record<string, unknown>): string {
-  return [...Value.Errors(EnvironmentSchema, env)]
+function describeErrors(schema: TSchema, env: Record<string, unknown>): string {
+  return [...Value.Errors(schema, env)]
     .map((error) => `${error.path.slice(1) || '(environment)'}: ${error.message}`)
     .join('; ')
+}
+
+type EnvironmentName = keyof Environment & string
+
+/**
+ * The environment's set values among `names` (all the service reads by default), validated: an
+ * unset or empty variable is left out, a bad value throws a ConfigError that names it.
+ */
+function readEnvironment(rawEnv: NodeJS.ProcessEnv, names?: readonly EnvironmentName[]): Environment {
+  const schema = names ? Type.Pick(EnvironmentSchema, [...names]) : EnvironmentSchema
+  const env = Object.fromEntries(
+    Object.keys(schema.properties as Record<string, unknown>).flatMap((key) =>
+      rawEnv[key] === undefined || rawEnv[key] === '' ? [] : [[key, rawEnv[key]]],
+    ),
+  )
+  if (!Value.Check(schema, env)) {
+    throw new ConfigError(`invalid environment: ${describeErrors(schema, env)}`)
+  }
+  return env as Environment
 }
 
 function loadJwtKeys(env: Environment, secret: string | undefined): JwtKeys {
@@ -106,9 +126,12 @@ function loadJwtKeys(env: Environment, secret: string | undefined): JwtKeys {
  * whatever the database, unless ALLOW_DEMO_SECRETS=true says a demo is meant. All offending
  * variables are named at once so that one failed start is enough to fix them.
  */
-function checkProductionSecrets(env: Environment): void {
+function checkProductionSecrets(
+  env: Environment,
+  names: readonly (keyof typeof DEMO_SECRETS)[] = Object.keys(DEMO_SECRETS) as (keyof typeof DEMO_SECRETS)[],
+): void {
   if (env.NODE_ENV !== 'production' || env.ALLOW_DEMO_SECRETS === 'true') return
-  const offending = (Object.keys(DEMO_SECRETS) as (keyof typeof DEMO_SECRETS)[]).filter((name) => {
+  const offending = names.filter((name) => {
     if (name === 'JWT_SIGNING_KEY' && env.JWT_PRIVATE_KEY) return false
     const value = env[name]
     return value === undefined || splitList(value).some((item) => item === DEMO_SECRETS[name])
@@ -126,14 +149,7 @@ function checkProductionSecrets(env: Environment): void {
  * outside production (see checkProductionSecrets).
  */
 export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
-  const env = Object.fromEntries(
-    Object.keys(EnvironmentSchema.properties).flatMap((key) =>
-      rawEnv[key] === undefined || rawEnv[key] === '' ? [] : [[key, rawEnv[key]]],
-    ),
-  )
-  if (!Value.Check(EnvironmentSchema, env)) {
-    throw new ConfigError(`invalid environment: ${describeErrors(env)}`)
-  }
+  const env = readEnvironment(rawEnv)
   checkProductionSecrets(env)
   const secret = (name: keyof typeof DEMO_SECRETS): string => env[name] ?? DEMO_SECRETS[name]
 
@@ -179,5 +195,43 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     loginFailureMinMs: Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
     passwordHashQueuePerThread: Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),
     helperThreadNiceness: Number(env.HELPER_THREAD_NICENESS ?? 10),
+  }
+}
+
+/** Where the commands (migrate, seed, confirmation-link) find the database. */
+export interface DatabaseSettings {
+  databaseUrl: string | undefined
+  pgliteDir: string
+}
+
+const DATABASE_VARIABLES = ['DATABASE_URL', 'PGLITE_DIR'] as const
+
+function databaseSettings(env: Environment): DatabaseSettings {
+  return { databaseUrl: env.DATABASE_URL, pgliteDir: env.PGLITE_DIR ?? './data/pglite' }
+}
+
+/**
+ * `migrate` and `seed` read the database's location and nothing else: a deployment runs them with
+ * the database's credentials only, without the service's secrets, and another setting's bad value
+ * does not stop them.
+ */
+export function loadDatabaseSettings(rawEnv: NodeJS.ProcessEnv = process.env): DatabaseSettings {
+  return databaseSettings(readEnvironment(rawEnv, DATABASE_VARIABLES))
+}
+
+export interface ConfirmationLinkSettings extends DatabaseSettings {
+  legacySecretKey: string
+  /** Seconds a link stays valid. */
+  linkTtl: number
+}
+
+/** `confirmation-link` also needs the old platform's secret (the demo one refused in production) and the link's lifetime. */
+export function loadConfirmationLinkSettings(rawEnv: NodeJS.ProcessEnv = process.env): ConfirmationLinkSettings {
+  const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_SECRETS', 'LEGACY_SECRET_KEY', 'LINK_TTL'])
+  checkProductionSecrets(env, ['LEGACY_SECRET_KEY'])
+  return {
+    ...databaseSettings(env),
+    legacySecretKey: env.LEGACY_SECRET_KEY ?? DEMO_SECRETS.LEGACY_SECRET_KEY,
+    linkTtl: parseDuration(env.LINK_TTL ?? '3d'),
   }
 }
