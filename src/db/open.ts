@@ -14,6 +14,9 @@ export async function openDatabase(config: Config, log: FastifyBaseLogger): Prom
       connectionString: config.databaseUrl,
       poolSize: config.databasePoolSize,
       preparedStatements: config.databasePreparedStatements,
+      connectTimeoutMs: config.databaseConnectTimeoutMs,
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
+      onConfigurationError: (message) => log.error({ configurationError: true }, `database configuration error: ${message}`),
     })
   }
   const handle = await createEmbeddedDatabase(config.pgliteDir)
