@@ -100,13 +100,15 @@ export class ServicePool implements PostgresPool {
 
   private async checkSettingsInEffect(): Promise<void> {
     const missing: StartupSetting[] = []
+    let role = '<service role>'
     try {
       const client = await this.pool.connect()
       try {
-        const { rows } = await client.query<{ name: string; setting: string }>(
-          'SELECT name, setting FROM pg_settings WHERE name = ANY($1)',
+        const { rows } = await client.query<{ name: string; setting: string; role: string }>(
+          'SELECT name, setting, current_user AS role FROM pg_settings WHERE name = ANY($1)',
           [this.options.settings.map(({ name }) => name)],
         )
+        role = rows[0]?.role ?? role
         for (const setting of this.options.settings) {
           const row = rows.find(({ name }) => name === setting.name)
           if (!row || !setting.satisfiedBy(row.setting)) missing.push(setting)
@@ -118,11 +120,11 @@ export class ServicePool implements PostgresPool {
       missing.push(...this.options.settings)
     }
     if (missing.length === 0) return
-    const statements = missing.map(({ name, value }) => `ALTER ROLE <service role> SET ${name} = '${value}';`).join(' ')
+    const statements = missing.map(({ name, value }) => `ALTER ROLE ${role} SET ${name} = '${value}';`).join(' ')
     this.report(
       `the database server (a pooler such as PgBouncer) refuses settings in the startup packet; ` +
         `${missing.map(({ name }) => name).join(' and ')} not in effect. Fix: ${statements} ` +
-        `(or ALTER DATABASE … SET), then reconnect (PgBouncer: RECONNECT on its admin console)`,
+        `(or ALTER ROLE … IN DATABASE … SET), then reconnect (PgBouncer: RECONNECT on its admin console)`,
     )
   }
 

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { livenessRouteSchema, readinessRouteSchema } from '../../schemas/health.js'
+import { DatabaseConfigurationError } from '../db/errors.js'
 import { probe } from '../db/pool.js'
 import { problem } from '../lib/problem.js'
 
@@ -20,8 +21,12 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
       try {
         await probe(app.db, READINESS_TIMEOUT_MS)
-      } catch {
-        throw problem(503, 'service_unavailable', 'The database is not reachable.', { headers: { 'retry-after': '5' } })
+      } catch (error) {
+        const detail =
+          error instanceof DatabaseConfigurationError
+            ? `The database is set up in a way the service cannot use: ${app.databaseProblems.join('; ')}`
+            : 'The database is not reachable.'
+        throw problem(503, 'service_unavailable', detail, { headers: { 'retry-after': '5' } })
       }
       const problems = app.databaseProblems
       return problems.length > 0 ? { status: 'ok' as const, configuration_errors: [...problems] } : { status: 'ok' as const }
