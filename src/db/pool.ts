@@ -78,7 +78,9 @@ export class ServicePool implements PostgresPool {
     try {
       client = await pool.connect()
     } catch (error) {
-      if (!(this.settingsSent && isRefusedStartupParameter(error))) throw error
+      // Connections opened at once all fail on the pool with the settings: the first drops them.
+      const retry = isRefusedStartupParameter(error) && (this.pool !== pool || this.settingsSent)
+      if (!retry) throw error
       if (this.pool === pool) this.dropSettings()
       client = await this.pool.connect()
     }

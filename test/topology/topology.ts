@@ -83,7 +83,7 @@ function run(command: string, args: string[], env: Record<string, string>): Prom
  * the login counters in Redis. The database is made and filled with `npm run migrate` / `seed`'s
  * code through PgBouncer, as an operator would.
  */
-export async function startTopology(env: Record<string, string>): Promise<Topology> {
+export async function startTopology(env: Record<string, string>, deregister = true): Promise<Topology> {
   const serverUrl = new URL(process.env.TEST_DATABASE_URL ?? '')
   const database = `${decodeURIComponent(serverUrl.pathname.slice(1))}_topology`
   const admin = new pg.Client({ connectionString: serverUrl.toString() })
@@ -128,7 +128,7 @@ export async function startTopology(env: Record<string, string>): Promise<Topolo
         }
       }
       // What a rolling deploy does once readiness fails: the gateway stops sending to the instance.
-      await gateway.setUpstreams(ports.filter((other) => other !== port))
+      if (deregister) await gateway.setUpstreams(ports.filter((other) => other !== port))
       const exitCode = await instance.exited
       const tookMs = Date.now() - signalled
       instances[index] = await startServerProcess(instanceEnv(port))
@@ -137,7 +137,7 @@ export async function startTopology(env: Record<string, string>): Promise<Topolo
         if (ready?.status === 200) break
         await new Promise((resolve) => setTimeout(resolve, 100))
       }
-      await gateway.setUpstreams(ports)
+      if (deregister) await gateway.setUpstreams(ports)
       return { exitCode, notReadyMs, tookMs }
     },
     async stop() {
