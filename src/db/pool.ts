@@ -81,7 +81,8 @@ export class ServicePool implements PostgresPool {
       // Connections opened at once all fail on the pool with the settings: the first drops them.
       const retry = isRefusedStartupParameter(error) && (this.pool !== pool || this.settingsSent)
       if (!retry) throw error
-      if (this.pool === pool) this.dropSettings()
+      // The first to fail also checks and reports, before its query runs (readiness lists it at once).
+      if (this.pool === pool) await this.dropSettings()
       client = await this.pool.connect()
     }
     return this.wrap(client)
@@ -92,12 +93,12 @@ export class ServicePool implements PostgresPool {
   }
 
   /** Connects without the service's settings from now on, then tells whether they are in effect anyway. */
-  private dropSettings(): void {
+  private async dropSettings(): Promise<void> {
     const refused = this.pool
     this.settingsSent = false
     this.pool = this.makePool()
     void refused.end().catch(() => undefined)
-    void this.checkSettingsInEffect()
+    await this.checkSettingsInEffect()
   }
 
   private async checkSettingsInEffect(): Promise<void> {

@@ -13,7 +13,9 @@ export function topologyUnavailable(): string | undefined {
     ...(nginxBinary() ? [] : ['nginx']),
     ...(pgbouncerBinary() ? [] : ['pgbouncer']),
   ]
-  return missing.length > 0 ? `topology tests skipped: needs ${missing.join(', ')} (apt-get install nginx-light pgbouncer)` : undefined
+  if (missing.length === 0) return undefined
+  const install = nginxBinary() && pgbouncerBinary() ? '' : ' (Debian: apt-get install nginx-light pgbouncer)'
+  return `topology tests skipped: needs ${missing.join(', ')}${install}`
 }
 
 export interface Answer {
