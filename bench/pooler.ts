@@ -95,19 +95,21 @@ try {
 }
 
 const median = (numbers: number[]) => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)] ?? 0
-const direct = median((results.get('direct') ?? []).map((result) => result.requestsPerSecond))
+const directRuns = results.get('direct') ?? []
+// Each round's ratio to the direct run of the same round: the machine's background load moves both alike.
 const rows = setups.map((setup) => {
   const runs = results.get(setup.id) ?? []
-  const rps = median(runs.map((result) => result.requestsPerSecond))
+  const ratios = runs.map((result, round) => result.requestsPerSecond / (directRuns[round]?.requestsPerSecond || Number.NaN))
   const cell = (pick: (result: LoadResult) => number, digits = 0) => runs.map((result) => pick(result).toFixed(digits)).join(' / ')
-  return `| ${setup.label} | ${cell((result) => result.requestsPerSecond)} | ${direct ? (rps / direct).toFixed(2) : '–'} | ${cell((result) => result.p99Ms, 1)} | ${cell((result) => result.non2xx + result.errors)} | ${cell((result) => result.serverCpuPercent)} | ${cell((result) => result.postgresCpuPercent)} |`
+  const pgMicrosPerRequest = (result: LoadResult) => (result.postgresCpuPercent / 100) * 1e6 / (result.requestsPerSecond || 1)
+  return `| ${setup.label} | ${cell((result) => result.requestsPerSecond)} | ${ratios.map((ratio) => ratio.toFixed(2)).join(' / ')} (median ${median(ratios).toFixed(2)}) | ${cell((result) => result.p99Ms, 1)} | ${cell((result) => result.non2xx + result.errors)} | ${cell(pgMicrosPerRequest)} |`
 })
 process.stdout.write(
   [
     `Route 9, ${connections} connections, DATABASE_POOL_SIZE=${poolSize} (PgBouncer default_pool_size the same), ${rounds} rounds of ${duration} s after ${warmup} s warm-up, alternating:`,
     '',
-    '| setup | req/s (each round) | × direct (median) | p99 ms | failed | CPU server % | CPU PG % |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| setup | req/s (each round) | × direct, same round | p99 ms | failed | PostgreSQL CPU µs/request |',
+    '| --- | ---: | ---: | ---: | ---: | ---: |',
     ...rows,
     '',
   ].join('\n'),

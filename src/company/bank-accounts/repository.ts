@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
-import type { Db } from '../db/types.js'
-import type { ActiveBankAccount } from './bank-account-rules.js'
+import type { Db } from '../../db/types.js'
+import type { ActiveBankAccount } from './rules.js'
 
 /**
  * The company's active accounts, oldest first, locked until the transaction ends. Two removals in
