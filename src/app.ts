@@ -86,6 +86,8 @@ function serverOptions(config: Config, options: BuildOptions): FastifyServerOpti
     bodyLimit: 16 * 1024,
     ...httpTimeouts(config),
     clientErrorHandler: answerClientError,
+    // A handler still busy past this is answered 503 (src/plugins/errors.ts): never a hung request.
+    ...(config.handlerTimeoutMs > 0 ? { handlerTimeout: config.handlerTimeoutMs } : {}),
     // Path secrets (the webhook's) may be long; the default of 100 made a longer one unreachable.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
     frameworkErrors: handleFrameworkError,
@@ -133,7 +135,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
   await app.register(drainingPlugin)
-  await app.register(databasePlugin, { db: database.db, owned: options.database === undefined })
+  await app.register(databasePlugin, { db: database.db, owned: options.database === undefined, problems: database.problems })
   await app.register(docsPlugin)
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)

@@ -18,10 +18,17 @@ async function main(): Promise<void> {
   }
   // A new embedded database gets the demo data (CONTRACT.md §5); DATABASE_URL never does.
   const app = await buildApp(config, { seedNewEmbedded: seedDemoUnlessPresent })
-  // SIGTERM/SIGINT: stop accepting connections, finish requests in flight, close the pool, exit 0.
-  closeWithGrace({ delay: 15_000 }, async ({ signal, err }) => {
+  // SIGTERM: readiness 503 and Connection: close at once, serve on for DRAIN_DELAY (the gateway and
+  // the orchestrator stop sending), then stop accepting, finish requests in flight, close the pool
+  // and exit 0; all within SHUTDOWN_TIMEOUT, else exit 1. SIGINT (a terminal) skips the delay.
+  closeWithGrace({ delay: config.drain.shutdownTimeoutMs }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'closing after an uncaught error')
-    else app.log.info({ signal }, 'shutting down')
+    else app.log.info({ signal, drainDelayMs: config.drain.delayMs }, 'shutting down')
+    app.startDraining()
+    if (signal === 'SIGTERM' && config.drain.delayMs > 0) {
+      await new Promise((resolve) => setTimeout(resolve, config.drain.delayMs))
+      app.log.info('drain delay over: closing the listener')
+    }
     await app.close()
   })
   await app.listen({ port: config.port, host: config.host })

@@ -47,7 +47,8 @@ async function waitUntilLive(baseUrl: string, exited: Promise<number | null>, ou
  * TEST_DATABASE_URL, or on a fresh embedded database in a temporary folder.
  */
 export async function startServerProcess(env: Record<string, string> = {}): Promise<ServerProcess> {
-  const port = await freePort()
+  // A given PORT is kept (the topology test restarts an instance where its gateway expects it).
+  const port = env.PORT ? Number(env.PORT) : await freePort()
   const serverUrl = process.env.TEST_DATABASE_URL
   const dataDir = serverUrl ? undefined : await mkdtemp(path.join(tmpdir(), 'receivables-test-'))
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
