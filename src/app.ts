@@ -12,7 +12,7 @@ import {
   RedisCounterStore,
   type CounterStore,
 } from './auth/login-throttle.js'
-import { configurePasswordHashing } from './auth/passwords.js'
+import { configurePasswordHashing, passwordHashQueueDepth } from './auth/passwords.js'
 import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
 import { openDatabase } from './db/open.js'
@@ -30,6 +30,7 @@ import drainingPlugin from './plugins/draining.js'
 import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
 import healthRoutes from './plugins/health.js'
 import jwksRoutes from './plugins/jwks.js'
+import metricsPlugin from './plugins/metrics.js'
 import securityHeaders from './plugins/security-headers.js'
 import tenancyPlugin from './plugins/tenancy.js'
 import registrationRoutes from './registration/plugin.js'
@@ -126,6 +127,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.removeContentTypeParser('text/plain')
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, wellFormedJsonParser(app))
+  await app.register(metricsPlugin, { requests: config.metricsPort !== undefined })
+  // A database the caller opened (the tests share one) is theirs to observe.
+  if (database.pool && !options.database && config.metricsPort !== undefined) database.pool.onAcquire = app.metrics.databasePool(database.pool.pool)
   await app.register(securityHeaders)
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
@@ -135,7 +139,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)
 
-  configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread })
+  configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
   const throttle = new LoginThrottle(await counterStore(app, config, options), config.loginThrottle)
   await app.register(healthRoutes, { prefix: '/health' })
   await app.register(jwksRoutes, { config })

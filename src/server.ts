@@ -2,6 +2,7 @@ import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
 import { lowerHelperThreadPriority } from './lib/thread-priority.js'
+import { startMetricsServer } from './plugins/metrics.js'
 
 /** Entry point: validate the environment, build the app, listen, and shut down gracefully. */
 async function main(): Promise<void> {
@@ -23,6 +24,7 @@ async function main(): Promise<void> {
     await app.close()
   })
   await app.listen({ port: config.port, host: config.host })
+  if (config.metricsPort !== undefined) await startMetricsServer(app, config.metricsPort, config.host)
   // Password hashing runs on these threads; the event loop must keep the CPU it needs (issue 6).
   const lowered = await lowerHelperThreadPriority(config.helperThreadNiceness)
   app.log.debug({ threads: lowered, niceness: config.helperThreadNiceness }, 'helper threads lowered in priority')

@@ -17,6 +17,30 @@ export interface DatabaseHandle {
   kind: 'postgres' | 'pglite'
   /** True when this call created an embedded database that has no data yet. */
   created: boolean
+  /** PostgreSQL's connection pool, for its metrics (absent on the embedded database). */
+  pool?: ObservedPool
+}
+
+/** A pool whose counts can be read, and whose connection checkouts can be timed once someone listens. */
+export interface ObservedPool {
+  pool: pg.Pool
+  onAcquire: ((seconds: number) => void) | undefined
+}
+
+/** The pool as Kysely sees it: every checkout timed while `observed.onAcquire` is set (the metrics). */
+function timedPool(observed: ObservedPool) {
+  const { pool } = observed
+  return {
+    async connect(): Promise<pg.PoolClient> {
+      const onAcquire = observed.onAcquire
+      if (onAcquire === undefined) return pool.connect()
+      const started = performance.now()
+      const client = await pool.connect()
+      onAcquire((performance.now() - started) / 1000)
+      return client
+    },
+    end: () => pool.end(),
+  }
 }
 
 export interface PostgresOptions {
@@ -85,12 +109,15 @@ export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle
   // discards the broken client and the next checkout reconnects.
   pool.on('error', () => undefined)
   pool.on('connect', (client) => client.on('error', () => undefined))
+  const observed: ObservedPool = { pool, onAcquire: undefined }
+  const timed = timedPool(observed)
   return {
     db: new Kysely<Database>({
-      dialect: new PostgresDialect({ pool: options.preparedStatements === false ? pool : new PreparedStatementPool(pool) }),
+      dialect: new PostgresDialect({ pool: options.preparedStatements === false ? timed : new PreparedStatementPool(timed) }),
     }),
     kind: 'postgres',
     created: false,
+    pool: observed,
   }
 }
 

@@ -20,7 +20,7 @@ const MAX_NAMED_STATEMENTS = 500
 export class PreparedStatementPool implements PostgresPool {
   private readonly names = new Map<string, string>()
 
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(private readonly pool: Pick<pg.Pool, 'end'> & { connect(): Promise<pg.PoolClient> }) {}
 
   async connect(): Promise<PostgresPoolClient> {
     const client = await this.pool.connect()

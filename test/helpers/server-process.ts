@@ -56,6 +56,8 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
       PORT: String(port),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
+      // Many processes at once: none serves metrics unless its test gives it a port.
+      METRICS_PORT: '0',
       ...(serverUrl ? { DATABASE_URL: databaseUrl(serverUrl, { schema: workerSchema() }) } : { PGLITE_DIR: dataDir ?? '' }),
       ...env,
     },
