@@ -58,6 +58,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     LOG_LEVEL: options.logLevel,
     DATABASE_POOL_SIZE: String(options.poolSize),
     ...DEMO_SECRETS,
+    // Production refuses the demo secrets unless told that a demo is meant (src/config.ts).
+    ALLOW_DEMO_SECRETS: 'true',
     // Tokens must outlive a long run; the lifetime changes no per-request work.
     ACCESS_TOKEN_TTL: '1h',
     METRICS_PORT: String(metricsPort),

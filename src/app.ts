@@ -22,6 +22,7 @@ import { installStrictFormats } from './lib/formats.js'
 import { buildLazySerializers } from './lib/lazy-serializers.js'
 import { wellFormedJsonParser } from './lib/well-formed-json.js'
 import { loggerOptions, RequestLogController, type LogDestination } from './logging.js'
+import { traceChildLoggerFactory } from './observability/trace-context.js'
 import marketplaceRoutes from './marketplace/plugin.js'
 import authenticationPlugin from './plugins/authentication.js'
 import databasePlugin from './plugins/database.js'
@@ -78,6 +79,7 @@ function serverOptions(config: Config, options: BuildOptions): FastifyServerOpti
   return {
     logger: loggerOptions(config.logLevel, options.logDestination, configuredSecrets(config)),
     genReqId: requestId,
+    childLoggerFactory: traceChildLoggerFactory(),
     logController: new RequestLogController(),
     // Fastify also takes a hop count here, which its type does not spell out.
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
