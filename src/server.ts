@@ -2,6 +2,7 @@ import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
 import { lowerHelperThreadPriority } from './lib/thread-priority.js'
+import { listenAndAnnounce } from './observability/start-line.js'
 import { startMetricsServer } from './plugins/metrics.js'
 
 /**
@@ -36,7 +37,7 @@ async function main(): Promise<void> {
     await app.close()
     await tracing?.shutdownTracing()
   })
-  await app.listen({ port: config.port, host: config.host })
+  await listenAndAnnounce(app, config)
   if (config.metricsPort !== undefined) await startMetricsServer(app, config.metricsPort, config.host)
   // Password hashing runs on these threads; the event loop must keep the CPU it needs (issue 6).
   const lowered = await lowerHelperThreadPriority(config.helperThreadNiceness)

@@ -41,7 +41,8 @@ registerInstrumentations({
     new HttpInstrumentation({
       // The service calls nothing outside: no client spans, and no traceparent sent on by http.
       disableOutgoingRequestInstrumentation: true,
-      ignoreIncomingRequestHook: (request) => request.url === '/health/live' || request.url === '/health/ready',
+      // Probes and scrapes would drown the traces of real requests.
+      ignoreIncomingRequestHook: (request) => request.url === '/health/live' || request.url === '/health/ready' || request.url === '/metrics',
     }),
     new FastifyOtelInstrumentation({ registerOnInitialization: true }),
     // Statements without their parameter values (personal data), and none outside a request.

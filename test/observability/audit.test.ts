@@ -32,6 +32,17 @@ function expectNowhere(...secrets: string[]): void {
 
 const CLIENT = '203.0.113.7'
 
+describe('request lines (issue 19)', () => {
+  it('carry the problem code of a 4xx answer', async () => {
+    lines.length = 0
+    const response = await context.app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: { 'x-request-id': 'four-oh-one' } })
+    expect(response.statusCode).toBe(401)
+    const line = parsed().find((entry) => entry.request_id === 'four-oh-one' && entry.msg === 'request completed')
+    expect(line).toMatchObject({ level: INFO, code: 'not_authenticated', res: { statusCode: 401 } })
+    expect(line!.trace_id).toMatch(/^[0-9a-f]{32}$/)
+  })
+})
+
 describe('audit events (issue 19)', () => {
   it('logs a successful login once at info, with the user id and client address', async () => {
     lines.length = 0

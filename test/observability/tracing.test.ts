@@ -84,7 +84,12 @@ describe('trace context (issue 19)', () => {
     const without = await until('the second request line', () => logLines(service.output).find((line) => line.request_id === 'without-trace'))
     expect(without.trace_id).toMatch(/^[0-9a-f]{32}$/)
     expect(without.trace_id).not.toBe(TRACE_ID)
-  }, 90_000)
+    // One start line a person can act on (the demo login only on the embedded demo database).
+    const starts = logLines(service.output).filter((line) => /listening/i.test(line.msg ?? ''))
+    expect(starts).toHaveLength(1)
+    expect(starts[0]!.msg).toContain(`listening on ${service.baseUrl} (API docs ${service.baseUrl}/docs`)
+    expect(starts[0]!.msg?.includes('demo login alice@acme.example')).toBe(process.env.TEST_DATABASE_URL === undefined)
+  }, 240_000)
 
   it('exports the spans of a request, pg included, to an OTLP/HTTP receiver in the trace of its traceparent', async () => {
     receiver = await startReceiver()
@@ -99,5 +104,5 @@ describe('trace context (issue 19)', () => {
     if (process.env.TEST_DATABASE_URL) {
       await until('a pg span in the trace', () => spans.find((span) => span.traceId === TRACE_ID && /^pg\./.test(span.name)))
     }
-  }, 90_000)
+  }, 240_000)
 })
