@@ -65,6 +65,7 @@ await build({
     migrate: 'src/cli/migrate.ts',
     seed: 'src/cli/seed.ts',
     'confirmation-link': 'src/cli/confirmation-link.ts',
+    'disable-user': 'src/cli/disable-user.ts',
     // Imported by the service only when an OTLP endpoint is configured.
     tracing: 'src/tracing.ts',
   },
