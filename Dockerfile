@@ -27,7 +27,8 @@ COPY --from=build --chown=node:node /app/dist ./dist
 RUN mkdir -p /app/data && chown node:node /app/data
 VOLUME ["/app/data"]
 USER node
-EXPOSE 3000
+# 9464: Prometheus metrics (METRICS_PORT), for the scraper, not the gateway.
+EXPOSE 3000 9464
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/health/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node directly (not npm), so that SIGTERM reaches the service and it shuts down gracefully; the
