@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import type { LogDestination } from '../../src/logging.js'
 import { AUDIT_EVENTS, emailDigest } from '../../src/observability/audit.js'
 import { DEMO, DEMO_PASSWORD, obtainTokens, useTestApp } from '../helpers/app.js'
+import { linkFor } from '../registration/links.js'
 import { notification, postWebhook } from '../webhooks/helpers.js'
 
 const HMAC_KEY = 'audit-test-hmac-key-0123456789'
@@ -51,6 +52,16 @@ describe('audit events (issue 19)', () => {
     expect(more).toEqual([])
     expect(event).toMatchObject({ level: INFO, user_id: DEMO.users.alice, client_address: '127.0.0.1', via: 'token' })
     expectNowhere(DEMO_PASSWORD, tokens.access, tokens.refresh)
+  })
+
+  it("logs a confirmed migrated account's first session (route 10) as a login at info, without the new password", async () => {
+    lines.length = 0
+    const response = await context.app.inject({ method: 'POST', url: await linkFor('maria@legacy.example'), payload: { password: 'a-new-Password-77' } })
+    expect(response.statusCode).toBe(201)
+    const events = eventLines(AUDIT_EVENTS.loginSucceeded)
+    expect(events).toHaveLength(1)
+    expect(events[0]).toMatchObject({ level: INFO, user_id: DEMO.users.maria, via: 'confirmation' })
+    expectNowhere('a-new-Password-77', response.json<{ refresh: string }>().refresh)
   })
 
   it('logs a throttled login once per refusal at warn, with a digest of the e-mail and never the password', async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig } from '../../src/config.js'
 import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, useTestApp } from '../helpers/app.js'
 
 const context = useTestApp()
@@ -42,5 +43,19 @@ describe('Prometheus metrics (issue 19)', () => {
     expect(sample(text, 'webhook_deliveries_total{outcome="rejected"}')).toBe(1)
     expect(text).toContain('password_hash_queue_depth 0')
     expect(text).toContain('password_hash_queue_wait_seconds_count')
+  })
+})
+
+describe('METRICS_PORT', () => {
+  const port = (value: string | undefined) => loadConfig({ NODE_ENV: 'test', ...(value === undefined ? {} : { METRICS_PORT: value }) }).metricsPort
+  it('defaults to 9464; empty or 0 serves no metrics', () => {
+    expect(port(undefined)).toBe(9464)
+    expect(port('9100')).toBe(9100)
+    expect(port('')).toBeUndefined()
+    expect(port('0')).toBeUndefined()
+  })
+  it('refuses what is not a port', () => {
+    expect(() => port('70000')).toThrow(ConfigError)
+    expect(() => port('nine')).toThrow(ConfigError)
   })
 })
