@@ -47,6 +47,8 @@ export interface Config {
   loginFailureMinMs: number
   /** Password hashes allowed to wait per hashing thread; beyond, a login is 503 at once. */
   passwordHashQueuePerThread: number
+  /** Port of the Prometheus metrics server (GET /metrics), apart from the API's; undefined: no metrics served. */
+  metricsPort: number | undefined
   /** Nice value (0 to 19) for every thread but the event loop's, password hashing's among them; 0 leaves them alone. */
   helperThreadNiceness: number
 }
@@ -153,6 +155,14 @@ function checkProductionSecrets(
   }
 }
 
+/** METRICS_PORT: 9464 (Prometheus' registered port for exporters) when unset; empty or 0 serves no metrics. */
+function metricsPortOf(raw: string | undefined, validated: string | undefined): number | undefined {
+  if (raw === '') return undefined
+  const port = Number(validated ?? 9464)
+  if (port > 65535) throw new ConfigError('METRICS_PORT: must be at most 65535')
+  return port === 0 ? undefined : port
+}
+
 /**
  * Validates the environment and returns typed settings. Secrets fall back to documented demo values
  * outside production (see checkProductionSecrets).
@@ -167,6 +177,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('REQUEST_TIMEOUT: must be at least 1s (a body sent slowly would hold its connection forever)')
   }
   if (port > 65535) throw new ConfigError('PORT: must be at most 65535')
+  const metricsPort = metricsPortOf(rawEnv.METRICS_PORT, env.METRICS_PORT)
   const loginWindow = parseDuration(env.LOGIN_FAILURE_WINDOW ?? '15m')
   const milliseconds = (value: string | undefined, fallback: string) => Math.round(parseDuration(value ?? fallback) * 1000)
   const drain = {
@@ -221,6 +232,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     loginFailureMinMs: Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
     passwordHashQueuePerThread: Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),
     helperThreadNiceness: Number(env.HELPER_THREAD_NICENESS ?? 10),
+    metricsPort,
   }
 }
 

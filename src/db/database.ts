@@ -19,6 +19,16 @@ export interface DatabaseHandle {
   created: boolean
   /** Configuration errors found while connecting (each logged once with its fix), for readiness. */
   problems?: readonly string[]
+  /** PostgreSQL's connection pool, for its metrics (absent on the embedded database). */
+  pool?: ObservedPool
+}
+
+/** A pool whose counts can be read, and whose connection checkouts are timed once someone listens. */
+export interface ObservedPool {
+  readonly totalCount: number
+  readonly idleCount: number
+  readonly waitingCount: number
+  onAcquire: ((seconds: number) => void) | undefined
 }
 
 export interface PostgresOptions {
@@ -117,6 +127,7 @@ export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle
     kind: 'postgres',
     created: false,
     problems: pool.problems,
+    pool,
   }
 }
 
