@@ -1,15 +1,16 @@
 /**
- * Fails on an import cycle between folders (issue 16), from dependency-cruiser's JSON:
- * `depcruise … --output-type json --output-to FILE && node scripts/folder-cycles.mjs FILE`. Each folder is one node; a file
+ * Fails on an import cycle between folders (issue 16), from dependency-cruiser's JSON on stdin:
+ * `depcruise … --output-type json | node scripts/folder-cycles.mjs`. Each folder is one node; a file
  * directly under src/ (app, server, config, logging, vocabulary) is its own node, because those are
  * the app level and the vocabulary, not one folder. dependency-cruiser's own folder scope cannot
  * make that exception.
  */
-import { readFileSync } from 'node:fs'
+import { text } from 'node:stream/consumers'
 import path from 'node:path'
 import process from 'node:process'
 
-const { modules } = JSON.parse(readFileSync(process.argv[2], 'utf8'))
+// Read as a stream: readFileSync(0) fails with EAGAIN when stdin is a non-blocking pipe.
+const { modules } = JSON.parse(await text(process.stdin))
 const nodeOf = (file) => (path.dirname(file) === 'src' ? file : path.dirname(file))
 const inProject = (file) => /^(src|schemas|db)\//.test(file)
 
