@@ -10,7 +10,9 @@ export default defineConfig({
     // a new PGlite costs ~2.5 s and ~450 MB, too much to pay per file.
     isolate: false,
     maxWorkers: 2,
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Generous: several tests start real service processes (tsx, a new embedded database), which
+    // takes many seconds on a loaded 2-core CI machine; a hang still fails, only later.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
   },
 })

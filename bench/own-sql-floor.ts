@@ -9,11 +9,11 @@
  */
 import fastifyJwt from '@fastify/jwt'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
-import { findScopedPartnerPresence } from '../src/company/chat-repository.js'
-import { findScopedSellerKyc } from '../src/company/kyc-repository.js'
-import { findPrincipalCompanies } from '../src/company/user-companies.js'
+import { scopedPartnerPresence } from '../src/company/chat/repository.js'
+import { scopedSellerKyc } from '../src/company/kyc/repository.js'
 import { createPostgresDatabase } from '../src/db/database.js'
-import { findScopedTitleDocuments } from '../src/marketplace/repository.js'
+import { scopedTitleDocuments } from '../src/marketplace/repository.js'
+import { principalCompanies } from '../src/tenancy/user-companies.js'
 
 const env = process.env
 const { db } = createPostgresDatabase({
@@ -36,39 +36,39 @@ function claims(request: FastifyRequest, reply: FastifyReply): { userId: string;
   }
 }
 
-const json = (reply: FastifyReply, body: string) => reply.type('application/json; charset=utf-8').send(body)
+/** The statement's row (or rows) as JSON: 404 when it found nothing. */
+const send = (reply: FastifyReply, rows: unknown[]) =>
+  rows.length === 0 ? reply.code(404).send() : reply.type('application/json; charset=utf-8').send(JSON.stringify(rows))
 
 app.get('/health/ready', async () => ({ status: 'ok' }))
 
 app.get('/api/company/v1/get-user-companies', async (request, reply) => {
   const key = claims(request, reply)
-  if (!key) return reply
-  const found = await findPrincipalCompanies(db, key)
-  return found ? json(reply, JSON.stringify(found.companies)) : reply.code(401).send()
+  return key ? send(reply, await principalCompanies.statement.rows(db, key)) : reply
 })
 
 app.get('/api/company/v1/:company_role_id/chat/partners/:partner/presence', async (request, reply) => {
   const key = claims(request, reply)
   if (!key) return reply
   const { company_role_id: companyRoleId, partner } = request.params as Params
-  const { presence } = await findScopedPartnerPresence(db, { ...key, companyRoleId: companyRoleId! }, partner!)
-  return presence ? json(reply, JSON.stringify(presence)) : reply.code(404).send()
+  return send(reply, await scopedPartnerPresence.statement.rows(db, { ...key, companyRoleId: companyRoleId!, partnerRoleId: partner! }))
 })
 
 app.get('/api/company/v1/:company_role_id/buyer/check-documents/:seller', async (request, reply) => {
   const key = claims(request, reply)
   if (!key) return reply
   const { company_role_id: companyRoleId, seller } = request.params as Params
-  const { kyc } = await findScopedSellerKyc(db, { ...key, companyRoleId: companyRoleId! }, seller!)
-  return kyc ? json(reply, JSON.stringify(kyc)) : reply.code(404).send()
+  return send(reply, await scopedSellerKyc.statement.rows(db, { ...key, companyRoleId: companyRoleId!, sellerRoleId: seller! }))
 })
 
+// Route 9's body is JSON text built by the database: sent as it comes, as the service does.
 app.get('/api/v1/marketplace/:company_role_id/title/:title/documents', async (request, reply) => {
   const key = claims(request, reply)
   if (!key) return reply
   const { company_role_id: companyRoleId, title } = request.params as Params
-  const { documentsJson } = await findScopedTitleDocuments(db, { ...key, companyRoleId: companyRoleId! }, title!)
-  return documentsJson === undefined ? reply.code(404).send() : json(reply, documentsJson)
+  const row = await scopedTitleDocuments.statement.first(db, { ...key, companyRoleId: companyRoleId!, titleId: title! })
+  const documents = row?.documents_json
+  return typeof documents === 'string' ? reply.type('application/json; charset=utf-8').send(documents) : reply.code(404).send()
 })
 
 app.addHook('onClose', async () => db.destroy())

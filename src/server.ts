@@ -1,4 +1,5 @@
 import closeWithGrace from 'close-with-grace'
+import { seedDemoUnlessPresent } from '../db/seed/demo.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
 import { lowerHelperThreadPriority } from './lib/thread-priority.js'
@@ -15,7 +16,8 @@ async function main(): Promise<void> {
     }
     throw error
   }
-  const app = await buildApp(config)
+  // A new embedded database gets the demo data (CONTRACT.md §5); DATABASE_URL never does.
+  const app = await buildApp(config, { seedNewEmbedded: seedDemoUnlessPresent })
   // SIGTERM/SIGINT: stop accepting connections, finish requests in flight, close the pool, exit 0.
   closeWithGrace({ delay: 15_000 }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'closing after an uncaught error')

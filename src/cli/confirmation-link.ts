@@ -1,6 +1,7 @@
 import { pino } from 'pino'
 import { normaliseEmail } from '../auth/login.js'
 import { loadConfig } from '../config.js'
+import { seedDemoUnlessPresent } from '../../db/seed/demo.js'
 import { openDatabase } from '../db/open.js'
 import { confirmationPath } from '../registration/confirmation.js'
 import { findUserForLink } from '../registration/repository.js'
@@ -27,7 +28,7 @@ function refusal(user: Awaited<ReturnType<typeof findUserForLink>>): string | un
 }
 
 const config = loadConfig()
-const handle = await openDatabase(config, pino({ level: 'silent' }))
+const handle = await openDatabase(config, pino({ level: 'silent' }), { seedNewEmbedded: seedDemoUnlessPresent })
 try {
   const user = await findUserForLink(handle.db, normaliseEmail(email))
   const reason = refusal(user)

@@ -33,7 +33,7 @@ export interface PostgresOptions {
 /**
  * Server settings for each connection. With prepared statements, each is planned once: PostgreSQL's
  * default re-plans a statement on every run when its generic plan looks costlier than the custom
- * ones, which made planning most of route 9's database time (0.4 of 0.5 ms). The service's
+ * ones, which made planning most of route 9's database time (bench/RESULTS.md). The service's
  * statements look rows up by key, where a generic plan is as good.
  *
  * pg takes `options` from the URL, else from its config, else from libpq's PGOPTIONS: one source

@@ -1,9 +1,15 @@
-import type { FastifyRequest } from 'fastify'
 import type { Kysely } from 'kysely'
-import type { AuthenticatedUser } from '../auth/repository.js'
 import { Precompiled } from '../db/precompiled.js'
-import type { Database, Permission, RoleKind } from '../db/types.js'
+import type { Database } from '../db/types.js'
+import type { Permission, RoleKind } from '../vocabulary.js'
 import type { CompanyRoleContext } from './membership.js'
+
+/** The active user behind a request's access token. */
+export interface AuthenticatedUser {
+  id: string
+  email: string
+  name: string
+}
 
 /** What an access token names: its user and its token family. */
 export interface TokenPrincipal {
@@ -60,13 +66,13 @@ export function userWithMembership(db: Kysely<Database>, key: ScopedPrincipal) {
     ])
 }
 
-interface PrincipalColumns {
+export interface PrincipalColumns {
   principal_id: string
   principal_email: string
   principal_name: string
 }
 
-interface MemberColumns {
+export interface MemberColumns {
   member_role_id: string | null
   member_company_id: string | null
   member_role: RoleKind | null
@@ -108,15 +114,3 @@ export async function findUserWithMembership(db: Kysely<Database>, key: ScopedPr
   const row = await userWithMembershipStatement.first(db, key)
   return row && principalOf(row)
 }
-
-/** The principal a verified bearer token names (src/plugins/authentication.ts sets the claims). */
-export const principalKey = (request: FastifyRequest): TokenPrincipal => ({
-  userId: request.tokenClaims.user_id,
-  familyId: request.tokenClaims.fid,
-})
-
-/** The same, acting for the route's `{company_role_id}` (validated by the route's schema). */
-export const scopedPrincipalKey = (request: FastifyRequest): ScopedPrincipal => ({
-  ...principalKey(request),
-  companyRoleId: (request.params as { company_role_id: string }).company_role_id,
-})

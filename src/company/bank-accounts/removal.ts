@@ -1,13 +1,13 @@
 import type { Kysely } from 'kysely'
-import type { Database } from '../db/types.js'
-import { problem } from '../lib/problem.js'
+import type { Database } from '../../db/types.js'
+import { problem } from '../../lib/problem.js'
 import {
   lockActiveBankAccounts,
   makeDefaultBankAccount,
   markBankAccountRemoved,
   paysUnsettledOperation,
-} from './bank-account-repository.js'
-import { removalBlocker, successorDefault, type RemovalBlocker } from './bank-account-rules.js'
+} from './repository.js'
+import { removalBlocker, successorDefault, type RemovalBlocker } from './rules.js'
 
 const BLOCKER_DETAILS: Record<RemovalBlocker, string> = {
   bank_account_in_use: 'An operation awaiting settlement pays into this bank account.',

@@ -1,11 +1,11 @@
 import type { Kysely } from 'kysely'
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres'
-import { uniqueViolation } from '../db/errors.js'
-import { Precompiled } from '../db/precompiled.js'
-import { isoTimestamp } from '../db/sql-json.js'
-import type { Database, Db, KycType } from '../db/types.js'
-import { principalOf, userWithMembership, type PrincipalWithMembership, type ScopedPrincipal } from '../tenancy/principal.js'
-import type { LatestKycDocument } from './kyc-status.js'
+import { uniqueViolation } from '../../db/errors.js'
+import { Precompiled } from '../../db/precompiled.js'
+import { isoTimestamp } from '../../db/sql-json.js'
+import type { Database, Db, KycType } from '../../db/types.js'
+import { ScopedStatement } from '../../tenancy/scoped-statement.js'
+import type { LatestKycDocument } from './status.js'
 
 /** The open solicitation from one buyer to one seller, as route 7 shows it. */
 export interface OpenSolicitation {
@@ -82,7 +82,7 @@ interface SellerKycRow {
   documents: LatestKycDocument[] | null
 }
 
-function toSellerKyc(row: SellerKycRow | undefined): SellerKyc | undefined {
+export function toSellerKyc(row: SellerKycRow | undefined): SellerKyc | undefined {
   if (!row || row.name === null || row.tax_id === null) return undefined
   return { company: { name: row.name, tax_id: row.tax_id }, documents: row.documents ?? [], openSolicitation: row.open_solicitation }
 }
@@ -96,21 +96,10 @@ export async function loadSellerKyc(db: Db, buyerRoleId: string, sellerRoleId: s
   return toSellerKyc(await sellerKycStatement.first(db, { buyerRoleId, sellerRoleId }))
 }
 
-/** Route 7 in one statement: the principal, their membership, and the seller's KYC as the buyer sees it. */
-const scopedSellerKycStatement = new Precompiled((db, p: ScopedPrincipal & { sellerRoleId: string }) =>
-  userWithMembership(db, p)
-    .leftJoinLateral(sellerKycRow(db, p.companyRoleId, p.sellerRoleId).as('kyc'), (join) => join.onTrue())
-    .selectAll('kyc'),
+/** Route 7 in one statement: the caller's principal and membership, and the seller's KYC as the buyer sees it (read with `toSellerKyc`). */
+export const scopedSellerKyc = new ScopedStatement((db, p: { sellerRoleId: string }, scope) =>
+  sellerKycRow(db, scope.companyRoleId, p.sellerRoleId),
 )
-
-export async function findScopedSellerKyc(
-  db: Db,
-  key: ScopedPrincipal,
-  sellerRoleId: string,
-): Promise<{ principal: PrincipalWithMembership | undefined; kyc: SellerKyc | undefined }> {
-  const row = await scopedSellerKycStatement.first(db, { ...key, sellerRoleId })
-  return { principal: row && principalOf(row), kyc: toSellerKyc(row) }
-}
 
 export interface NewSolicitation {
   buyerRoleId: string

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
-import { removeBankAccountRouteSchema } from '../../schemas/bank-accounts.js'
-import { removeBankAccount } from './bank-account-removal.js'
+import { removeBankAccountRouteSchema } from '../../../schemas/bank-accounts.js'
+import { removeBankAccount } from './removal.js'
 
 /**
  * A DELETE has no body (RFC 9110 §9.3.5): one sent anyway is not read, whatever its media type

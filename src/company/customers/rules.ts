@@ -1,4 +1,4 @@
-import { classifyTaxId, normaliseTaxId, type TaxIdType } from '../lib/tax-id.js'
+import { classifyTaxId, normaliseTaxId, type TaxIdType } from '../../lib/tax-id.js'
 
 /** Route 11's body after the schema has checked its types and lengths. */
 export interface CustomerBody {

@@ -1,5 +1,7 @@
 /** What route 6 shows for a partner's company role. */
-export type PresenceStatus = 'online' | 'away' | 'offline'
+import type { PresenceStatus } from '../../vocabulary.js'
+
+export type { PresenceStatus }
 
 /** Seen within this is online (§4 route 6). */
 export const ONLINE_WITHIN_MS = 2 * 60_000

@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely'
-import type { CustomersTable, Db } from '../db/types.js'
-import type { CustomerInput } from './customer-rules.js'
+import type { CustomersTable, Db } from '../../db/types.js'
+import type { CustomerInput } from './rules.js'
 
 export type Customer = Selectable<CustomersTable>
 

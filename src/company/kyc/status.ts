@@ -1,5 +1,5 @@
-import type { KycDocumentsTable, KycType } from '../db/types.js'
-import { KYC_TYPES } from './kyc-rules.js'
+import type { KycDocumentsTable, KycType } from '../../db/types.js'
+import { KYC_TYPES } from './rules.js'
 
 /** What route 7 shows for one required type. */
 export type KycDocumentStatus = 'approved' | 'pending_review' | 'rejected' | 'expired' | 'missing'

@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
-import { Precompiled } from '../db/precompiled.js'
-import type { Db } from '../db/types.js'
-import type { ActiveBankAccount } from './bank-account-rules.js'
+import { Precompiled } from '../../db/precompiled.js'
+import type { Db } from '../../db/types.js'
+import type { ActiveBankAccount } from './rules.js'
 
 /**
  * The company's active accounts, oldest first, locked until the transaction ends. Two removals in

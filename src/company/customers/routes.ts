@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import { saveCustomerRouteSchema } from '../../schemas/customers.js'
-import type { Customer } from './customer-repository.js'
-import { saveCustomer } from './customer-upsert.js'
+import { saveCustomerRouteSchema } from '../../../schemas/customers.js'
+import type { Customer } from './repository.js'
+import { saveCustomer } from './upsert.js'
 
 /** Surrounding spaces are noise from forms and spreadsheets; trimmed before the schema judges them. */
 async function trimTextFields(request: FastifyRequest): Promise<void> {

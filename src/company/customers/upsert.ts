@@ -1,9 +1,9 @@
 import type { HttpError } from '@fastify/sensible'
-import { uniqueViolation } from '../db/errors.js'
-import type { Db } from '../db/types.js'
-import { problem } from '../lib/problem.js'
-import { findCustomerIdByTaxId, findCustomerTaxId, upsertCustomer, type Customer } from './customer-repository.js'
-import { validateCustomer, type CustomerBody } from './customer-rules.js'
+import { uniqueViolation } from '../../db/errors.js'
+import type { Db } from '../../db/types.js'
+import { problem } from '../../lib/problem.js'
+import { findCustomerIdByTaxId, findCustomerTaxId, upsertCustomer, type Customer } from './repository.js'
+import { validateCustomer, type CustomerBody } from './rules.js'
 
 const TAX_ID_CONSTRAINT = 'customers_role_tax_id_key'
 

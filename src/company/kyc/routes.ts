@@ -1,13 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import { checkDocumentsRouteSchema, solicitationRouteSchema, type SolicitationRequest } from '../../schemas/documents.js'
-import type { Db } from '../db/types.js'
-import { emptyBodyAsObject } from '../lib/optional-body.js'
-import { problem } from '../lib/problem.js'
-import { admitMember } from '../plugins/tenancy.js'
-import { scopedPrincipalKey } from '../tenancy/principal.js'
-import { findScopedSellerKyc, insertOpenSolicitation, loadSellerKyc, type SellerKyc, type Solicitation } from './kyc-repository.js'
-import { inChecklistOrder, kycChecklist, typesNotApproved, utcToday } from './kyc-status.js'
+import { checkDocumentsRouteSchema, solicitationRouteSchema, type SolicitationRequest } from '../../../schemas/documents.js'
+import type { Db } from '../../db/types.js'
+import { emptyBodyAsObject } from '../../lib/optional-body.js'
+import { problem } from '../../lib/problem.js'
+import { insertOpenSolicitation, loadSellerKyc, scopedSellerKyc, toSellerKyc, type SellerKyc, type Solicitation } from './repository.js'
+import { inChecklistOrder, kycChecklist, typesNotApproved, utcToday } from './status.js'
 
 const SUPPORTED_VERSIONS = new Set(['v1'])
 
@@ -58,7 +56,7 @@ const solicitationBody = (solicitation: Solicitation) => ({
 })
 
 /** Routes 5 and 7: a buyer's view of a seller's KYC documents, and its requests for more. */
-const documentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+const kycRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/v1/:company_role_id/buyer/check-documents/:seller_id',
     {
@@ -67,8 +65,7 @@ const documentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { seller_id: sellerId } = request.params
-      const { principal, kyc } = await findScopedSellerKyc(app.db, scopedPrincipalKey(request), sellerId)
-      await admitMember(request, principal)
+      const kyc = toSellerKyc(await scopedSellerKyc.read(request, { sellerRoleId: sellerId }))
       if (!kyc) throw sellerNotFound()
       const { complete, documents } = kycChecklist(kyc.documents, utcToday(new Date()))
       return { seller_id: sellerId, company: kyc.company, complete, documents, open_solicitation: kyc.openSolicitation }
@@ -103,4 +100,4 @@ const documentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   )
 }
 
-export default documentsRoutes
+export default kycRoutes

@@ -1,16 +1,14 @@
+import type { Static } from '@sinclair/typebox'
+import type { FastifyRequest } from 'fastify'
 import type { Kysely } from 'kysely'
-import type { AuthenticatedUser } from '../auth/repository.js'
+import type { UserCompany as UserCompanySchema } from '../../schemas/company.js'
 import { Precompiled } from '../db/precompiled.js'
-import type { Database, Db, Permission, RoleKind } from '../db/types.js'
-import { activeUserForToken, userOf, type TokenPrincipal } from '../tenancy/principal.js'
+import type { Database, Db } from '../db/types.js'
+import type { Permission, RoleKind } from '../vocabulary.js'
+import { PrincipalStatement } from './scoped-statement.js'
 
-export interface UserCompany {
-  id: string
-  name: string
-  trade_name: string | null
-  tax_id: string
-  roles: { company_role_id: string; role: RoleKind; permissions: Permission[] }[]
-}
+/** A company of the caller with their active memberships of it (routes 2 and 4). */
+export type UserCompany = Static<typeof UserCompanySchema>
 
 /** The user's active memberships of active roles of active companies, one row per membership. */
 function membershipRows(db: Kysely<Database>, userId: string) {
@@ -37,25 +35,10 @@ const userCompaniesStatement = new Precompiled((db, { userId }: { userId: string
   membershipRows(db, userId).orderBy('companies.name').orderBy('companies.id').orderBy('company_roles.role'),
 )
 
-/**
- * Route 4 in one statement: the token's principal (no row when not active) with their membership
- * rows left-joined, so that the check and the read cost one round trip.
- */
-const principalCompaniesStatement = new Precompiled((db, key: TokenPrincipal) =>
-  activeUserForToken(db, key)
-    .leftJoinLateral(membershipRows(db, key.userId).as('company'), (join) => join.onTrue())
-    .select([
-      'company.id',
-      'company.name',
-      'company.trade_name',
-      'company.tax_id',
-      'company.company_role_id',
-      'company.role',
-      'company.permissions',
-    ])
-    .orderBy('company.name')
-    .orderBy('company.id')
-    .orderBy('company.role'),
+/** Route 4 in one statement: the token's principal (no row when not active) with their membership rows. */
+export const principalCompanies = new PrincipalStatement(
+  (db, _params: object, principal) => membershipRows(db, principal.userId),
+  ['name', 'id', 'role'],
 )
 
 type MembershipRow = {
@@ -88,12 +71,7 @@ export async function listUserCompanies(db: Db, userId: string): Promise<UserCom
   return groupByCompany(await userCompaniesStatement.rows(db, { userId }))
 }
 
-/** Route 4: the token's user, if active, with their companies; undefined when the user is not active. */
-export async function findPrincipalCompanies(
-  db: Db,
-  key: TokenPrincipal,
-): Promise<{ user: AuthenticatedUser; companies: UserCompany[] } | undefined> {
-  const rows = await principalCompaniesStatement.rows(db, key)
-  const first = rows[0]
-  return first && { user: userOf(first), companies: groupByCompany(rows) }
+/** Route 4: the caller's companies, once the pipeline has admitted them (401 for an inactive user). */
+export async function readUserCompanies(request: FastifyRequest): Promise<UserCompany[]> {
+  return groupByCompany(await principalCompanies.read(request, {}))
 }
