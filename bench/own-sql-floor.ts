@@ -10,15 +10,16 @@
 import fastifyJwt from '@fastify/jwt'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import { scopedPartnerPresence } from '../src/company/chat/repository.js'
-import { scopedSellerKyc } from '../src/company/kyc/repository.js'
+import { scopedSellerKyc, toSellerKyc } from '../src/company/kyc/repository.js'
 import { createPostgresDatabase } from '../src/db/database.js'
 import { scopedTitleDocuments } from '../src/marketplace/repository.js'
-import { principalCompanies } from '../src/tenancy/user-companies.js'
+import { groupByCompany, principalCompanies } from '../src/tenancy/user-companies.js'
 
 const env = process.env
 const { db } = createPostgresDatabase({
   connectionString: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/bench',
   poolSize: Number(env.DATABASE_POOL_SIZE ?? 10),
+  preparedStatements: true,
 })
 const app = Fastify({ logger: { level: env.LOG_LEVEL ?? 'info' } })
 await app.register(fastifyJwt, { secret: env.JWT_SIGNING_KEY ?? '', verify: { algorithms: ['HS256'] } })
@@ -36,39 +37,40 @@ function claims(request: FastifyRequest, reply: FastifyReply): { userId: string;
   }
 }
 
-/** The statement's row (or rows) as JSON: 404 when it found nothing. */
-const send = (reply: FastifyReply, rows: unknown[]) =>
-  rows.length === 0 ? reply.code(404).send() : reply.type('application/json; charset=utf-8').send(JSON.stringify(rows))
+const json = (reply: FastifyReply, body: string) => reply.type('application/json; charset=utf-8').send(body)
 
 app.get('/health/ready', async () => ({ status: 'ok' }))
 
 app.get('/api/company/v1/get-user-companies', async (request, reply) => {
   const key = claims(request, reply)
-  return key ? send(reply, await principalCompanies.statement.rows(db, key)) : reply
+  if (!key) return reply
+  const rows = await principalCompanies.readUnadmitted(db, key)
+  return rows ? json(reply, JSON.stringify(groupByCompany(rows))) : reply.code(401).send()
 })
 
 app.get('/api/company/v1/:company_role_id/chat/partners/:partner/presence', async (request, reply) => {
   const key = claims(request, reply)
   if (!key) return reply
   const { company_role_id: companyRoleId, partner } = request.params as Params
-  return send(reply, await scopedPartnerPresence.statement.rows(db, { ...key, companyRoleId: companyRoleId!, partnerRoleId: partner! }))
+  const { data: presence } = await scopedPartnerPresence.readUnadmitted(db, { ...key, companyRoleId: companyRoleId!, partnerRoleId: partner! })
+  return presence ? json(reply, JSON.stringify(presence)) : reply.code(404).send()
 })
 
 app.get('/api/company/v1/:company_role_id/buyer/check-documents/:seller', async (request, reply) => {
   const key = claims(request, reply)
   if (!key) return reply
   const { company_role_id: companyRoleId, seller } = request.params as Params
-  return send(reply, await scopedSellerKyc.statement.rows(db, { ...key, companyRoleId: companyRoleId!, sellerRoleId: seller! }))
+  const { data } = await scopedSellerKyc.readUnadmitted(db, { ...key, companyRoleId: companyRoleId!, sellerRoleId: seller! })
+  const kyc = toSellerKyc(data)
+  return kyc ? json(reply, JSON.stringify(kyc)) : reply.code(404).send()
 })
 
-// Route 9's body is JSON text built by the database: sent as it comes, as the service does.
 app.get('/api/v1/marketplace/:company_role_id/title/:title/documents', async (request, reply) => {
   const key = claims(request, reply)
   if (!key) return reply
   const { company_role_id: companyRoleId, title } = request.params as Params
-  const row = await scopedTitleDocuments.statement.first(db, { ...key, companyRoleId: companyRoleId!, titleId: title! })
-  const documents = row?.documents_json
-  return typeof documents === 'string' ? reply.type('application/json; charset=utf-8').send(documents) : reply.code(404).send()
+  const { data } = await scopedTitleDocuments.readUnadmitted(db, { ...key, companyRoleId: companyRoleId!, titleId: title! })
+  return data === undefined ? reply.code(404).send() : json(reply, data.documents_json)
 })
 
 app.addHook('onClose', async () => db.destroy())

@@ -84,6 +84,7 @@ describe.skipIf(!databaseUrl)('generic plans at production volume (real PostgreS
       connectionString: databaseUrl!,
       poolSize: 4,
       schema,
+      preparedStatements: true,
       log: (event) => {
         if (event.level === 'query' && /^\s*(select|insert|update|delete|with)\b/i.test(event.query.sql)) {
           statements.set(event.query.sql, event.query)
