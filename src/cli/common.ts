@@ -103,6 +103,8 @@ function describePostgresError(error: unknown, target: ServerTarget): string {
       return `${message}: allow this user and host in the server's pg_hba.conf, or fix the user in DATABASE_URL`
     case '42501':
       return `${message}: run as the database's owner, or grant this user the privilege`
+    case '42P01':
+      return `${message}: the database is not migrated; run \`npm run migrate\` first`
     case '57P03':
       return `${message}: the server is starting or stopping; try again in a moment`
     default:

@@ -20,7 +20,7 @@ interface Run {
   stderr: string
 }
 
-function runCommand(command: 'migrate' | 'seed' | 'confirmation-link', args: string[], env: Record<string, string>): Promise<Run> {
+function runCommand(command: 'migrate' | 'seed' | 'confirmation-link' | 'retention', args: string[], env: Record<string, string>): Promise<Run> {
   const child = spawn(process.execPath, ['--import', 'tsx', `src/cli/${command}.ts`, ...args], {
     // Nothing inherited but PATH: no DATABASE_URL, secrets or NODE_ENV from the test run.
     env: { PATH: process.env.PATH ?? '', ...env },
@@ -108,7 +108,7 @@ describe('the commands on the embedded database', { timeout: SLOW }, () => {
 describe('the commands and a PostgreSQL server they cannot use', { timeout: SLOW }, () => {
   it('a port where no server listens: one line naming the host and port, and the fix', async () => {
     const port = await closedPort()
-    for (const command of ['migrate', 'seed'] as const) {
+    for (const command of ['migrate', 'seed', 'retention'] as const) {
       const run = await runCommand(command, [], { DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/receivables` })
       expect(run.code).toBe(1)
       expect(expectOneLine(run)).toBe(
