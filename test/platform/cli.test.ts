@@ -156,13 +156,14 @@ describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout
 
   it('a database that does not exist: one line naming createdb and --create-database', async () => {
     await dropDatabase()
-    for (const command of ['migrate', 'seed'] as const) {
-      const run = await runCommand(command, [], { DATABASE_URL: databaseUrl })
+    const createdb = `\`createdb -h ${url.hostname} -p ${url.port || '5432'} -U ${decodeURIComponent(url.username) || 'postgres'} ${database}\``
+    // Run by npm (npm run migrate|seed), and directly as in the image.
+    for (const [command, npm] of [['migrate', true], ['seed', true], ['migrate', false]] as const) {
+      const run = await runCommand(command, [], { DATABASE_URL: databaseUrl, ...(npm ? { npm_lifecycle_event: command } : {}) })
       expect(run.code).toBe(1)
       expect(expectOneLine(run)).toBe(
-        `${command}: database "${database}" does not exist: create it with ` +
-          `\`createdb -h ${url.hostname} -p ${url.port || '5432'} -U ${decodeURIComponent(url.username) || 'postgres'} ${database}\`, ` +
-          'or run `npm run migrate -- --create-database`',
+        `${command}: database "${database}" does not exist: create it with ${createdb}, ` +
+          `or run \`${npm ? 'npm run migrate -- --create-database' : 'node dist/migrate.js --create-database'}\``,
       )
     }
   })
