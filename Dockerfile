@@ -44,7 +44,8 @@ COPY --from=build /app/dist ./dist
 # nothing is written, and an image VOLUME would leave an anonymous volume behind each container.
 RUN mkdir /app/data && chown node:node /app/data
 USER node
-EXPOSE 3000
+# 9464: Prometheus metrics (METRICS_PORT), for the scraper, not the gateway.
+EXPOSE 3000 9464
 # Liveness, not readiness: a database outage makes every instance not-ready at once, and restarting
 # them would not bring the database back (readiness is for the gateway or orchestrator: /health/ready).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \

@@ -19,6 +19,14 @@ export interface Config {
   databasePoolSize: number
   /** Named prepared statements (off behind a pooler that does not keep sessions, e.g. PgBouncer in transaction mode). */
   databasePreparedStatements: boolean
+  /** Milliseconds to get a connection from the pool, connecting included; beyond, the request is 503. */
+  databaseConnectTimeoutMs: number
+  /** Milliseconds a statement may take, measured by the service (works through a pooler) and sent as statement_timeout. */
+  databaseStatementTimeoutMs: number
+  /** Milliseconds a route's handling may take before the answer is 503 (0: no bound). */
+  handlerTimeoutMs: number
+  /** Shutdown: milliseconds of serving on (with Connection: close) after SIGTERM, and the bound of the whole shutdown. */
+  drain: { delayMs: number; shutdownTimeoutMs: number }
   pgliteDir: string
   jwt: JwtKeys & { issuer: string | undefined; audience: string | undefined }
   accessTokenTtl: number
@@ -39,6 +47,8 @@ export interface Config {
   loginFailureMinMs: number
   /** Password hashes allowed to wait per hashing thread; beyond, a login is 503 at once. */
   passwordHashQueuePerThread: number
+  /** Port of the Prometheus metrics server (GET /metrics), apart from the API's; undefined: no metrics served. */
+  metricsPort: number | undefined
   /** Nice value (0 to 19) for every thread but the event loop's, password hashing's among them; 0 leaves them alone. */
   helperThreadNiceness: number
 }
@@ -54,10 +64,11 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 }
+const UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 }
 
+/** Seconds (fractional for `ms`). */
 export function parseDuration(text: string): number {
-  const match = /^([0-9]+)([smhd]?)$/.exec(text)
+  const match = /^([0-9]+)(ms|[smhd]?)$/.exec(text)
   if (!match) throw new ConfigError(`not a duration: ${text}`)
   return Number(match[1]) * (UNIT_SECONDS[match[2] || 's'] ?? 1)
 }
@@ -144,6 +155,14 @@ function checkProductionSecrets(
   }
 }
 
+/** METRICS_PORT: 9464 (Prometheus' registered port for exporters) when unset; empty or 0 serves no metrics. */
+function metricsPortOf(raw: string | undefined, validated: string | undefined): number | undefined {
+  if (raw === '') return undefined
+  const port = Number(validated ?? 9464)
+  if (port > 65535) throw new ConfigError('METRICS_PORT: must be at most 65535')
+  return port === 0 ? undefined : port
+}
+
 /**
  * Validates the environment and returns typed settings. Secrets fall back to documented demo values
  * outside production (see checkProductionSecrets).
@@ -158,7 +177,21 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('REQUEST_TIMEOUT: must be at least 1s (a body sent slowly would hold its connection forever)')
   }
   if (port > 65535) throw new ConfigError('PORT: must be at most 65535')
+  const metricsPort = metricsPortOf(rawEnv.METRICS_PORT, env.METRICS_PORT)
   const loginWindow = parseDuration(env.LOGIN_FAILURE_WINDOW ?? '15m')
+  const milliseconds = (value: string | undefined, fallback: string) => Math.round(parseDuration(value ?? fallback) * 1000)
+  const drain = {
+    delayMs: milliseconds(env.DRAIN_DELAY, '5s'),
+    shutdownTimeoutMs: milliseconds(env.SHUTDOWN_TIMEOUT, '25s'),
+  }
+  if (drain.shutdownTimeoutMs < drain.delayMs + 1000) {
+    throw new ConfigError('SHUTDOWN_TIMEOUT: must exceed DRAIN_DELAY by at least 1s (requests in flight need time to finish)')
+  }
+  const databaseConnectTimeoutMs = milliseconds(env.DATABASE_CONNECT_TIMEOUT, '2s')
+  const databaseStatementTimeoutMs = milliseconds(env.DATABASE_STATEMENT_TIMEOUT, '5s')
+  if (databaseConnectTimeoutMs === 0 || databaseStatementTimeoutMs === 0) {
+    throw new ConfigError('DATABASE_CONNECT_TIMEOUT / DATABASE_STATEMENT_TIMEOUT: must be above 0 (a stalled database would hang requests)')
+  }
   return {
     env: env.NODE_ENV ?? 'development',
     port,
@@ -166,6 +199,10 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL,
     databasePoolSize: Number(env.DATABASE_POOL_SIZE ?? 10),
     databasePreparedStatements: env.DATABASE_PREPARED_STATEMENTS !== 'false',
+    databaseConnectTimeoutMs,
+    databaseStatementTimeoutMs,
+    handlerTimeoutMs: milliseconds(env.HANDLER_TIMEOUT, '10s'),
+    drain,
     pgliteDir: env.PGLITE_DIR ?? './data/pglite',
     jwt: { ...loadJwtKeys(env, secret('JWT_SIGNING_KEY')), issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE },
     accessTokenTtl: parseDuration(env.ACCESS_TOKEN_TTL ?? '5m'),
@@ -195,6 +232,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     loginFailureMinMs: Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
     passwordHashQueuePerThread: Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),
     helperThreadNiceness: Number(env.HELPER_THREAD_NICENESS ?? 10),
+    metricsPort,
   }
 }
 

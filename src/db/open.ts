@@ -7,6 +7,8 @@ export interface DatabaseSettings {
   databaseUrl: string | undefined
   databasePoolSize: number
   databasePreparedStatements: boolean
+  databaseConnectTimeoutMs: number
+  databaseStatementTimeoutMs: number
   pgliteDir: string
 }
 
@@ -29,6 +31,9 @@ export async function openDatabase(config: DatabaseSettings, log: FastifyBaseLog
       connectionString: config.databaseUrl,
       poolSize: config.databasePoolSize,
       preparedStatements: config.databasePreparedStatements,
+      connectTimeoutMs: config.databaseConnectTimeoutMs,
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
+      onConfigurationError: (message) => log.error({ configurationError: true }, `database configuration error: ${message}`),
     })
   }
   const handle = await createEmbeddedDatabase(config.pgliteDir)

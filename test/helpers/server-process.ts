@@ -19,7 +19,7 @@ export interface ServerProcess {
   cleanup(): Promise<void>
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const address = server.address()
@@ -47,7 +47,8 @@ async function waitUntilLive(baseUrl: string, exited: Promise<number | null>, ou
  * TEST_DATABASE_URL, or on a fresh embedded database in a temporary folder.
  */
 export async function startServerProcess(env: Record<string, string> = {}): Promise<ServerProcess> {
-  const port = await freePort()
+  // A given PORT is kept (the topology test restarts an instance where its gateway expects it).
+  const port = env.PORT ? Number(env.PORT) : await freePort()
   const serverUrl = process.env.TEST_DATABASE_URL
   const dataDir = serverUrl ? undefined : await mkdtemp(path.join(tmpdir(), 'receivables-test-'))
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
@@ -56,6 +57,8 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
       PORT: String(port),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
+      // Many processes at once: none serves metrics unless its test gives it a port.
+      METRICS_PORT: '0',
       ...(serverUrl ? { DATABASE_URL: databaseUrl(serverUrl, { schema: workerSchema() }) } : { PGLITE_DIR: dataDir ?? '' }),
       ...env,
     },

@@ -79,6 +79,7 @@ describe.skipIf(!url)('generic plans at production volume (real PostgreSQL)', ()
       connectionString: url!,
       poolSize: 4,
       schema,
+      preparedStatements: true,
       log: (event) => {
         if (event.level === 'query' && /^\s*(select|insert|update|delete|with)\b/i.test(event.query.sql)) {
           statements.set(event.query.sql, event.query)
