@@ -48,6 +48,8 @@ export function productionNodeFlags(root = REPO_ROOT): string[] {
  */
 export async function startService(options: ServiceOptions): Promise<RunningServer> {
   const port = await freePort()
+  // Metrics served as in production (on by default), on a port of its own: several services run at once.
+  const metricsPort = await freePort()
   const env: NodeJS.ProcessEnv = {
     ...baseEnvironment(),
     NODE_ENV: 'production',
@@ -60,6 +62,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     ALLOW_DEMO_SECRETS: 'true',
     // Tokens must outlive a long run; the lifetime changes no per-request work.
     ACCESS_TOKEN_TTL: '1h',
+    METRICS_PORT: String(metricsPort),
     ...(options.database.kind === 'postgres' ? { DATABASE_URL: options.database.url } : { PGLITE_DIR: options.database.dir }),
     ...options.env,
   }

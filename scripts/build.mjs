@@ -18,6 +18,12 @@ const external = [
   'kysely-pglite-dialect',
   // Imported only when REDIS_URL is set.
   'ioredis',
+  // Patched by the OpenTelemetry instrumentation when tracing is on (src/tracing.ts): a copy bundled
+  // into dist/server.js could not be.
+  'pg',
+  // Loaded only with tracing on, by dist/tracing.js.
+  '@opentelemetry/*',
+  '@fastify/otel',
 ]
 
 /**
@@ -59,12 +65,16 @@ await build({
     migrate: 'src/cli/migrate.ts',
     seed: 'src/cli/seed.ts',
     'confirmation-link': 'src/cli/confirmation-link.ts',
+    retention: 'src/cli/retention.ts',
+    'disable-user': 'src/cli/disable-user.ts',
+    // Imported by the service only when an OTLP endpoint is configured.
+    tracing: 'src/tracing.ts',
   },
   outdir,
   bundle: true,
   platform: 'node',
   format: 'esm',
-  target: 'node20',
+  target: 'node24',
   external,
   banner: { js: banner },
   plugins: [ownDirname],

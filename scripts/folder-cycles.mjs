@@ -5,11 +5,12 @@
  * the app level and the vocabulary, not one folder. dependency-cruiser's own folder scope cannot
  * make that exception.
  */
-import { readFileSync } from 'node:fs'
+import { text } from 'node:stream/consumers'
 import path from 'node:path'
 import process from 'node:process'
 
-const { modules } = JSON.parse(readFileSync(0, 'utf8'))
+// Read as a stream: readFileSync(0) fails with EAGAIN when stdin is a non-blocking pipe.
+const { modules } = JSON.parse(await text(process.stdin))
 const nodeOf = (file) => (path.dirname(file) === 'src' ? file : path.dirname(file))
 const inProject = (file) => /^(src|schemas|db)\//.test(file)
 

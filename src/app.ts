@@ -12,7 +12,7 @@ import {
   RedisCounterStore,
   type CounterStore,
 } from './auth/login-throttle.js'
-import { configurePasswordHashing } from './auth/passwords.js'
+import { configurePasswordHashing, passwordHashQueueDepth } from './auth/passwords.js'
 import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
 import { openDatabase, type OpenOptions } from './db/open.js'
@@ -22,6 +22,7 @@ import { installStrictFormats } from './lib/formats.js'
 import { buildLazySerializers } from './lib/lazy-serializers.js'
 import { wellFormedJsonParser } from './lib/well-formed-json.js'
 import { loggerOptions, RequestLogController, type LogDestination } from './logging.js'
+import { traceChildLoggerFactory } from './observability/trace-context.js'
 import marketplaceRoutes from './marketplace/plugin.js'
 import authenticationPlugin from './auth/authentication.js'
 import databasePlugin from './plugins/database.js'
@@ -30,6 +31,7 @@ import drainingPlugin from './plugins/draining.js'
 import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
 import healthRoutes from './plugins/health.js'
 import jwksRoutes from './auth/jwks.js'
+import metricsPlugin from './plugins/metrics.js'
 import securityHeaders from './plugins/security-headers.js'
 import tenancyPlugin from './tenancy/plugin.js'
 import presencePlugin from './company/chat/presence-plugin.js'
@@ -80,6 +82,7 @@ function serverOptions(config: Config, options: BuildOptions): FastifyServerOpti
   return {
     logger: loggerOptions(config.logLevel, options.logDestination, configuredSecrets(config)),
     genReqId: requestId,
+    childLoggerFactory: traceChildLoggerFactory(),
     logController: new RequestLogController(),
     // Fastify also takes a hop count here, which its type does not spell out.
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
@@ -131,6 +134,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.removeContentTypeParser('text/plain')
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, wellFormedJsonParser(app))
+  await app.register(metricsPlugin, { requests: config.metricsPort !== undefined })
+  // A database the caller opened (the tests share one) is theirs to observe.
+  if (database.pool && !options.database && config.metricsPort !== undefined) database.pool.onAcquire = app.metrics.databasePool(database.pool)
   await app.register(securityHeaders)
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
@@ -141,7 +147,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(tenancyPlugin)
   await app.register(presencePlugin)
 
-  configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread })
+  configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
   const throttle = new LoginThrottle(await counterStore(app, config, options), config.loginThrottle)
   await app.register(healthRoutes, { prefix: '/health' })
   await app.register(jwksRoutes, { config })

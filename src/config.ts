@@ -1,4 +1,5 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
+import { Type, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { EnvironmentSchema, type Environment } from '../schemas/config.js'
 
@@ -46,6 +47,8 @@ export interface Config {
   loginFailureMinMs: number
   /** Password hashes allowed to wait per hashing thread; beyond, a login is 503 at once. */
   passwordHashQueuePerThread: number
+  /** Port of the Prometheus metrics server (GET /metrics), apart from the API's; undefined: no metrics served. */
+  metricsPort: number | undefined
   /** Nice value (0 to 19) for every thread but the event loop's, password hashing's among them; 0 leaves them alone. */
   helperThreadNiceness: number
 }
@@ -81,10 +84,29 @@ function splitList(text: string | undefined): string[] {
   return (text ?? '').split(',').map((item) => item.trim()).filter(Boolean)
 }
 
-function describeErrors(env: Record<string, unknown>): string {
-  return [...Value.Errors(EnvironmentSchema, env)]
+function describeErrors(schema: TSchema, env: Record<string, unknown>): string {
+  return [...Value.Errors(schema, env)]
     .map((error) => `${error.path.slice(1) || '(environment)'}: ${error.message}`)
     .join('; ')
+}
+
+type EnvironmentName = keyof Environment & string
+
+/**
+ * The environment's set values among `names` (all the service reads by default), validated: an
+ * unset or empty variable is left out, a bad value throws a ConfigError that names it.
+ */
+function readEnvironment(rawEnv: NodeJS.ProcessEnv, names?: readonly EnvironmentName[]): Environment {
+  const schema = names ? Type.Pick(EnvironmentSchema, [...names]) : EnvironmentSchema
+  const env = Object.fromEntries(
+    Object.keys(schema.properties as Record<string, unknown>).flatMap((key) =>
+      rawEnv[key] === undefined || rawEnv[key] === '' ? [] : [[key, rawEnv[key]]],
+    ),
+  )
+  if (!Value.Check(schema, env)) {
+    throw new ConfigError(`invalid environment: ${describeErrors(schema, env)}`)
+  }
+  return env as Environment
 }
 
 function loadJwtKeys(env: Environment, secret: string | undefined): JwtKeys {
@@ -115,9 +137,12 @@ function loadJwtKeys(env: Environment, secret: string | undefined): JwtKeys {
  * whatever the database, unless ALLOW_DEMO_SECRETS=true says a demo is meant. All offending
  * variables are named at once so that one failed start is enough to fix them.
  */
-function checkProductionSecrets(env: Environment): void {
+function checkProductionSecrets(
+  env: Environment,
+  names: readonly (keyof typeof DEMO_SECRETS)[] = Object.keys(DEMO_SECRETS) as (keyof typeof DEMO_SECRETS)[],
+): void {
   if (env.NODE_ENV !== 'production' || env.ALLOW_DEMO_SECRETS === 'true') return
-  const offending = (Object.keys(DEMO_SECRETS) as (keyof typeof DEMO_SECRETS)[]).filter((name) => {
+  const offending = names.filter((name) => {
     if (name === 'JWT_SIGNING_KEY' && env.JWT_PRIVATE_KEY) return false
     const value = env[name]
     return value === undefined || splitList(value).some((item) => item === DEMO_SECRETS[name])
@@ -130,19 +155,20 @@ function checkProductionSecrets(env: Environment): void {
   }
 }
 
+/** METRICS_PORT: 9464 (Prometheus' registered port for exporters) when unset; empty or 0 serves no metrics. */
+function metricsPortOf(raw: string | undefined, validated: string | undefined): number | undefined {
+  if (raw === '') return undefined
+  const port = Number(validated ?? 9464)
+  if (port > 65535) throw new ConfigError('METRICS_PORT: must be at most 65535')
+  return port === 0 ? undefined : port
+}
+
 /**
  * Validates the environment and returns typed settings. Secrets fall back to documented demo values
  * outside production (see checkProductionSecrets).
  */
 export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
-  const env = Object.fromEntries(
-    Object.keys(EnvironmentSchema.properties).flatMap((key) =>
-      rawEnv[key] === undefined || rawEnv[key] === '' ? [] : [[key, rawEnv[key]]],
-    ),
-  )
-  if (!Value.Check(EnvironmentSchema, env)) {
-    throw new ConfigError(`invalid environment: ${describeErrors(env)}`)
-  }
+  const env = readEnvironment(rawEnv)
   checkProductionSecrets(env)
   const secret = (name: keyof typeof DEMO_SECRETS): string => env[name] ?? DEMO_SECRETS[name]
 
@@ -151,6 +177,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('REQUEST_TIMEOUT: must be at least 1s (a body sent slowly would hold its connection forever)')
   }
   if (port > 65535) throw new ConfigError('PORT: must be at most 65535')
+  const metricsPort = metricsPortOf(rawEnv.METRICS_PORT, env.METRICS_PORT)
   const loginWindow = parseDuration(env.LOGIN_FAILURE_WINDOW ?? '15m')
   const milliseconds = (value: string | undefined, fallback: string) => Math.round(parseDuration(value ?? fallback) * 1000)
   const drain = {
@@ -205,5 +232,44 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     loginFailureMinMs: Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
     passwordHashQueuePerThread: Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),
     helperThreadNiceness: Number(env.HELPER_THREAD_NICENESS ?? 10),
+    metricsPort,
+  }
+}
+
+/** Where the commands (migrate, seed, confirmation-link) find the database. */
+export interface DatabaseSettings {
+  databaseUrl: string | undefined
+  pgliteDir: string
+}
+
+const DATABASE_VARIABLES = ['DATABASE_URL', 'PGLITE_DIR'] as const
+
+function databaseSettings(env: Environment): DatabaseSettings {
+  return { databaseUrl: env.DATABASE_URL, pgliteDir: env.PGLITE_DIR ?? './data/pglite' }
+}
+
+/**
+ * `migrate` and `seed` read the database's location and nothing else: a deployment runs them with
+ * the database's credentials only, without the service's secrets, and another setting's bad value
+ * does not stop them.
+ */
+export function loadDatabaseSettings(rawEnv: NodeJS.ProcessEnv = process.env): DatabaseSettings {
+  return databaseSettings(readEnvironment(rawEnv, DATABASE_VARIABLES))
+}
+
+export interface ConfirmationLinkSettings extends DatabaseSettings {
+  legacySecretKey: string
+  /** Seconds a link stays valid. */
+  linkTtl: number
+}
+
+/** `confirmation-link` also needs the old platform's secret (the demo one refused in production) and the link's lifetime. */
+export function loadConfirmationLinkSettings(rawEnv: NodeJS.ProcessEnv = process.env): ConfirmationLinkSettings {
+  const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_SECRETS', 'LEGACY_SECRET_KEY', 'LINK_TTL'])
+  checkProductionSecrets(env, ['LEGACY_SECRET_KEY'])
+  return {
+    ...databaseSettings(env),
+    legacySecretKey: env.LEGACY_SECRET_KEY ?? DEMO_SECRETS.LEGACY_SECRET_KEY,
+    linkTtl: parseDuration(env.LINK_TTL ?? '3d'),
   }
 }

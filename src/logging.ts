@@ -5,6 +5,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** What the handler did, for the request's one completion line (see RequestLogController); null when nothing. */
     logResult: Record<string, unknown> | null
+    /** The `code` of the problem answered (src/plugins/errors.ts), for the completion line; null when none. */
+    problemCode: string | null
   }
 }
 
@@ -199,7 +201,8 @@ export class RequestLogController extends LogController {
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const result = request.logResult
-    const fields = { req: request, res: reply, responseTime: reply.elapsedTime, ...(result ? { result } : {}) }
+    const code = request.problemCode
+    const fields = { req: request, res: reply, responseTime: reply.elapsedTime, ...(code ? { code } : {}), ...(result ? { result } : {}) }
     if (error) reply.log.error({ ...fields, err: error }, 'request errored')
     else reply.log.info(fields, 'request completed')
   }

@@ -1,8 +1,21 @@
 import closeWithGrace from 'close-with-grace'
-import { seedDemoUnlessPresent } from '../db/seed/demo.js'
+import { DEMO_PASSWORD, seedDemoUnlessPresent } from '../db/seed/demo.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
 import { lowerHelperThreadPriority } from './lib/thread-priority.js'
+import { listenAndAnnounce } from './observability/start-line.js'
+import { startMetricsServer } from './plugins/metrics.js'
+
+/**
+ * OpenTelemetry, only when an OTLP endpoint is configured: loaded before the app is built, so that
+ * its instrumentations see the server and the drivers. A computed specifier, so that the bundler
+ * leaves it to dist/tracing.js (its own bundle) instead of folding the SDK into the service's.
+ */
+async function startTracing(): Promise<{ shutdownTracing(): Promise<void> } | undefined> {
+  if (!process.env.OTEL_EXPORTER_OTLP_ENDPOINT && !process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return undefined
+  const specifier = './tracing.js'
+  return (await import(specifier)) as { shutdownTracing(): Promise<void> }
+}
 
 /** Entry point: validate the environment, build the app, listen, and shut down gracefully. */
 async function main(): Promise<void> {
@@ -16,6 +29,7 @@ async function main(): Promise<void> {
     }
     throw error
   }
+  const tracing = await startTracing()
   // A new embedded database gets the demo data (CONTRACT.md §5); DATABASE_URL never does.
   const app = await buildApp(config, { seedNewEmbedded: seedDemoUnlessPresent })
   // SIGTERM: readiness 503 and Connection: close at once, serve on for DRAIN_DELAY (the gateway and
@@ -30,8 +44,11 @@ async function main(): Promise<void> {
       app.log.info('drain delay over: closing the listener')
     }
     await app.close()
+    await tracing?.shutdownTracing()
   })
-  await app.listen({ port: config.port, host: config.host })
+  // The embedded database is the demo: its login is printed with the URL.
+  await listenAndAnnounce(app, config, config.databaseUrl === undefined ? { email: 'alice@acme.example', password: DEMO_PASSWORD } : undefined)
+  if (config.metricsPort !== undefined) await startMetricsServer(app, config.metricsPort, config.host)
   // Password hashing runs on these threads; the event loop must keep the CPU it needs (issue 6).
   const lowered = await lowerHelperThreadPriority(config.helperThreadNiceness)
   app.log.debug({ threads: lowered, niceness: config.helperThreadNiceness }, 'helper threads lowered in priority')

@@ -39,6 +39,9 @@ function hashingLimit(queuedPerThread: number, observer?: ConcurrencyObserver): 
   return new ConcurrencyLimit(threads, { maxQueued: threads * queuedPerThread, ...(observer ? { observer } : {}) })
 }
 
+/** Password hashes waiting for a hashing thread now (a metric). */
+export const passwordHashQueueDepth = (): number => hashing.queued
+
 /** A full hashing queue: the error handler answers it 503 with Retry-After. */
 export const isHashingBusy = (error: unknown): boolean => error instanceof ConcurrencyLimitFull
 

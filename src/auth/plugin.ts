@@ -7,11 +7,14 @@ import { logIn } from './login.js'
 import type { LoginThrottle } from './login-throttle.js'
 import { rotateRefreshToken } from './sessions.js'
 import { noStore } from '../lib/no-store.js'
+import { audit } from '../observability/audit.js'
 
 export interface AuthPluginOptions {
   config: Config
   throttle: LoginThrottle
 }
+
+const isThrottled = (error: unknown): boolean => (error as { statusCode?: unknown } | null)?.statusCode === 429
 
 /** DRF's EmailField trims before it validates, so `" Alice@Acme.example "` is a valid login. */
 async function trimEmail(request: FastifyRequest): Promise<void> {
@@ -22,31 +25,55 @@ async function trimEmail(request: FastifyRequest): Promise<void> {
 /** Routes 1–3: tokens, the application's login, and refresh-token rotation. */
 const authRoutes: FastifyPluginAsyncTypebox<AuthPluginOptions> = async (app, { config, throttle }) => {
   app.addHook('onRequest', noStore)
-  const logInWith = (request: FastifyRequest, email: string, password: string) =>
-    logIn(app.db, app.tokens, throttle, {
-      clientIp: request.ip,
-      email,
-      password,
-      absoluteTtlSeconds: config.refreshAbsoluteTtl,
-      failureFloorMs: config.loginFailureMinMs,
-      onFloorExceeded: (elapsedMs) =>
-        request.log.warn({ elapsedMs: Math.round(elapsedMs), floorMs: config.loginFailureMinMs }, 'failed login took longer than LOGIN_FAILURE_MIN_MS: its time may tell the stored hash apart'),
-    })
+  const logInWith = async (request: FastifyRequest, email: string, password: string, via: 'token' | 'login') => {
+    try {
+      const login = await logIn(app.db, app.tokens, throttle, {
+        clientIp: request.ip,
+        email,
+        password,
+        absoluteTtlSeconds: config.refreshAbsoluteTtl,
+        failureFloorMs: config.loginFailureMinMs,
+        onFloorExceeded: (elapsedMs) =>
+          request.log.warn({ elapsedMs: Math.round(elapsedMs), floorMs: config.loginFailureMinMs }, 'failed login took longer than LOGIN_FAILURE_MIN_MS: its time may tell the stored hash apart'),
+      })
+      app.metrics.loginThrottle.labels('allowed').inc()
+      audit.loginSucceeded(request.log, { userId: login.user.id, clientAddress: request.ip, via })
+      return login
+    } catch (error) {
+      if (isThrottled(error)) {
+        app.metrics.loginThrottle.labels('throttled').inc()
+        audit.loginThrottled(request.log, { email, clientAddress: request.ip })
+      } else app.metrics.loginThrottle.labels('allowed').inc()
+      throw error
+    }
+  }
 
   app.post('/token', { schema: tokenRouteSchema, config: { public: true }, preValidation: trimEmail }, async (request) => {
-    const { tokens } = await logInWith(request, request.body.email, request.body.password)
+    const { tokens } = await logInWith(request, request.body.email, request.body.password, 'token')
     return { refresh: tokens.refresh, access: tokens.access }
   })
 
   app.post('/login', { schema: loginRouteSchema, config: { public: true }, preValidation: trimEmail }, async (request) => {
-    const { user, tokens } = await logInWith(request, request.body.email, request.body.password)
+    const { user, tokens } = await logInWith(request, request.body.email, request.body.password, 'login')
     const companies = await listUserCompanies(app.db, user.id)
     return { refresh: tokens.refresh, access: tokens.access, user, companies }
   })
 
   app.post('/token/refresh', { schema: refreshRouteSchema, config: { public: true } }, async (request) => {
-    const tokens = await rotateRefreshToken(app.db, app.tokens, request.body.refresh)
-    return { access: tokens.access, refresh: tokens.refresh }
+    let replayed = false
+    try {
+      const tokens = await rotateRefreshToken(app.db, app.tokens, request.body.refresh, {
+        replayed: (userId, familyId) => {
+          replayed = true
+          audit.refreshTokenReplayed(request.log, { userId, familyId, clientAddress: request.ip })
+        },
+      })
+      app.metrics.refreshOutcomes.labels('rotated').inc()
+      return { access: tokens.access, refresh: tokens.refresh }
+    } catch (error) {
+      app.metrics.refreshOutcomes.labels(replayed ? 'replay_revoked' : 'rejected').inc()
+      throw error
+    }
   })
 }
 

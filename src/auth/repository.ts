@@ -157,14 +157,15 @@ export async function spendAndReplaceRefreshToken(db: Db, rotation: Rotation): P
  * revoked. A token of the family that verified but is not its current one was spent: every refresh
  * token is signed only after it became its family's current one. Nothing happens when the token is
  * still the current one (the rotation failed for another reason: the family ended, or its user was
- * disabled) or the family is already revoked.
+ * disabled) or the family is already revoked. True when this call revoked the family.
  */
-export async function revokeFamilyOnReuse(db: Db, jti: string, familyId: string): Promise<void> {
-  await db
+export async function revokeFamilyOnReuse(db: Db, jti: string, familyId: string): Promise<boolean> {
+  const result = await db
     .updateTable('token_families')
     .set({ revoked_at: sql<Date>`now()`, revoked_reason: 'reuse' })
     .where('id', '=', familyId)
     .where('revoked_at', 'is', null)
     .where(sql<boolean>`current_refresh_jti IS DISTINCT FROM ${jti}`)
-    .execute()
+    .executeTakeFirst()
+  return result.numUpdatedRows > 0n
 }

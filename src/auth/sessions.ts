@@ -56,12 +56,13 @@ export async function startLoginSession(
 /**
  * Spends a refresh token and issues the next pair of its family (RFC 9700 §4.14): one statement
  * when all is well. A token that was already spent is a replay: the whole family is revoked, and
- * the caller gets a 401 like for any other refusal.
+ * the caller gets a 401 like for any other refusal; `observer.replayed` hears of it (the audit event).
  */
 export async function rotateRefreshToken(
   db: Kysely<Database>,
   signer: TokenSigner,
   refreshToken: string,
+  observer: { replayed?(userId: string, familyId: string): void } = {},
 ): Promise<TokenPair> {
   const claims = signer.verify(refreshToken, 'refresh')
   if (!claims) throw tokenNotValid()
@@ -70,7 +71,7 @@ export async function rotateRefreshToken(
   const rotation = { jti: claims.jti, familyId: claims.fid, userId: claims.user_id, nextJti, expiresAt: wantedExpiry }
   const expiresAt = await spendAndReplaceRefreshToken(db, rotation)
   if (!expiresAt) {
-    await revokeFamilyOnReuse(db, claims.jti, claims.fid)
+    if (await revokeFamilyOnReuse(db, claims.jti, claims.fid)) observer.replayed?.(claims.user_id, claims.fid)
     throw tokenNotValid()
   }
   return signPair(signer, claims.user_id, claims.fid, nextJti, { issuedAt, expiresAt })

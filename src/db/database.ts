@@ -1,5 +1,5 @@
 import { mkdir } from 'node:fs/promises'
-import { Kysely, Migrator, PostgresDialect, sql } from 'kysely'
+import { Kysely, Migrator, PostgresDialect, sql, type KyselyConfig } from 'kysely'
 import pg from 'pg'
 import { migrationProvider, migrations } from '../../db/migrations/index.js'
 import { ServicePool, type StartupSetting } from './pool.js'
@@ -19,6 +19,16 @@ export interface DatabaseHandle {
   created: boolean
   /** Configuration errors found while connecting (each logged once with its fix), for readiness. */
   problems?: readonly string[]
+  /** PostgreSQL's connection pool, for its metrics (absent on the embedded database). */
+  pool?: ObservedPool
+}
+
+/** A pool whose counts can be read, and whose connection checkouts are timed once someone listens. */
+export interface ObservedPool {
+  readonly totalCount: number
+  readonly idleCount: number
+  readonly waitingCount: number
+  onAcquire: ((seconds: number) => void) | undefined
 }
 
 export interface PostgresOptions {
@@ -32,6 +42,8 @@ export interface PostgresOptions {
    * scripts send no settings a pooler would refuse.
    */
   preparedStatements?: boolean
+  /** Kysely's query log, for tools that look at the statements run (the plan check). */
+  log?: KyselyConfig['log']
   /** Bound of the wait for a connection, connecting included (default 2 s). */
   connectTimeoutMs?: number
   /** Client-side bound of each statement, also sent as statement_timeout where the server takes it (default: none sent, 10 min client-side). */
@@ -111,10 +123,11 @@ export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle
     onConfigurationError: options.onConfigurationError ?? ((message) => process.stderr.write(`configuration error: ${message}\n`)),
   })
   return {
-    db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }),
+    db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...(options.log ? { log: options.log } : {}) }),
     kind: 'postgres',
     created: false,
     problems: pool.problems,
+    pool,
   }
 }
 

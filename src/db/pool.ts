@@ -52,6 +52,20 @@ export class ServicePool implements PostgresPool {
   private settingsSent: boolean
   private namedStatements: boolean
   readonly problems: string[] = []
+  /** Told how long each checkout waited, in seconds, when set (the metrics). */
+  onAcquire: ((seconds: number) => void) | undefined
+
+  get totalCount(): number {
+    return this.pool.totalCount
+  }
+
+  get idleCount(): number {
+    return this.pool.idleCount
+  }
+
+  get waitingCount(): number {
+    return this.pool.waitingCount
+  }
 
   constructor(private readonly options: ServicePoolOptions) {
     this.settingsSent = options.settings.length > 0
@@ -73,6 +87,15 @@ export class ServicePool implements PostgresPool {
   }
 
   async connect(): Promise<PostgresPoolClient> {
+    const onAcquire = this.onAcquire
+    if (onAcquire === undefined) return this.checkout()
+    const started = performance.now()
+    const client = await this.checkout()
+    onAcquire((performance.now() - started) / 1000)
+    return client
+  }
+
+  private async checkout(): Promise<PostgresPoolClient> {
     const pool = this.pool
     let client: pg.PoolClient
     try {

@@ -49,6 +49,7 @@ export function sendProblem(
   extra: Record<string, unknown> = {},
 ): FastifyReply {
   if (status === 401) reply.header('www-authenticate', WWW_AUTHENTICATE)
+  reply.request.problemCode = code // on the request's log line
   return reply.code(status).type('application/problem+json').send(problemBody(status, code, detail, extra))
 }
 
@@ -115,6 +116,7 @@ function handleError(this: FastifyInstance, error: FastifyError, request: Fastif
 /** The error and not-found handlers of CONTRACT.md §1: problem details, never internals. */
 export default fp(
   async function errorsPlugin(app: FastifyInstance) {
+    app.decorateRequest('problemCode', null)
     app.setErrorHandler(handleError)
     app.setNotFoundHandler((request, reply) => sendProblem(reply, 404, 'not_found', 'Not found.'))
   },

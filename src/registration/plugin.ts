@@ -6,6 +6,7 @@ import { emptyBodyAsObject } from '../lib/optional-body.js'
 import { wellFormedJsonParser } from '../lib/well-formed-json.js'
 import { confirmMigratedAccount } from './confirmation.js'
 import { noStore } from '../lib/no-store.js'
+import { audit } from '../observability/audit.js'
 
 export interface RegistrationPluginOptions {
   config: Config
@@ -34,6 +35,8 @@ const registrationRoutes: FastifyPluginAsyncTypebox<RegistrationPluginOptions> =
     { schema: confirmMigrationRouteSchema, config: { public: true }, preValidation: emptyBodyAsObject },
     async (request, reply) => {
       const { user, tokens } = await confirmMigratedAccount(app.db, app.tokens, config, request.params, request.body.password)
+      // Confirming starts the account's first session: a login for the audit trail.
+      audit.loginSucceeded(request.log, { userId: user.id, clientAddress: request.ip, via: 'confirmation' })
       reply.code(201)
       return { refresh: tokens.refresh, access: tokens.access, user }
     },

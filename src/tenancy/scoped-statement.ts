@@ -97,6 +97,12 @@ export class ScopedStatement<Params extends object, Data> {
     admitMember(request, row && principalOf(row))
     return row?.[FOUND] ? this.rows.dataOf<Data>(row) : undefined
   }
+
+  /** The statement alone, without the admission: the bench's own-SQL floor (bench/own-sql-floor.ts). */
+  async readUnadmitted(db: Kysely<Database>, params: ScopedPrincipal & Params): Promise<{ member: boolean; data: Data | undefined }> {
+    const row = await this.statement.first(db, params)
+    return { member: Boolean(row?.member_role_id), data: row?.[FOUND] ? this.rows.dataOf<Data>(row) : undefined }
+  }
 }
 
 /**
@@ -134,5 +140,11 @@ export class PrincipalStatement<Params extends object, Data> {
     const first = rows[0]
     admitUser(request, first && userOf(first))
     return rows.filter((row) => row[FOUND]).map((row) => this.splitter.dataOf<Data>(row))
+  }
+
+  /** The statement alone, without the admission (undefined: no active user): the bench's own-SQL floor. */
+  async readUnadmitted(db: Kysely<Database>, params: TokenPrincipal & Params): Promise<Data[] | undefined> {
+    const rows = await this.statement.rows(db, params)
+    return rows.length === 0 ? undefined : rows.filter((row) => row[FOUND]).map((row) => this.splitter.dataOf<Data>(row))
   }
 }

@@ -36,7 +36,7 @@ const userCompaniesStatement = new Precompiled((db, { userId }: { userId: string
 )
 
 /** Route 4 in one statement: the token's principal (no row when not active) with their membership rows. */
-const principalCompanies = new PrincipalStatement(
+export const principalCompanies = new PrincipalStatement(
   (db, _params: object, principal) => membershipRows(db, principal.userId),
   ['name', 'id', 'role'],
 )
@@ -52,7 +52,7 @@ type MembershipRow = {
 }
 
 /** Groups membership rows (ordered by company) into companies; rows without a membership are skipped. */
-function groupByCompany(rows: readonly MembershipRow[]): UserCompany[] {
+export function groupByCompany(rows: readonly MembershipRow[]): UserCompany[] {
   const companies = new Map<string, UserCompany>()
   for (const row of rows) {
     if (row.id === null || row.name === null || row.tax_id === null || row.company_role_id === null || row.role === null) continue

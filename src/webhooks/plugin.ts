@@ -4,6 +4,7 @@ import { esignWebhookRouteSchema } from '../../schemas/webhooks.js'
 import type { Config } from '../config.js'
 import { problem } from '../lib/problem.js'
 import { wellFormedJsonParser } from '../lib/well-formed-json.js'
+import { audit } from '../observability/audit.js'
 import { hasValidContentHmac, matchesAnySecret } from './authenticity.js'
 import { esignDeliveryReceiver } from './esign-delivery.js'
 
@@ -54,12 +55,16 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookPluginOptions> = async (ap
       // Before the body is read: a wrong secret learns nothing, not even whether its body was acceptable.
       onRequest: async (request) => {
         if (!matchesAnySecret(request.params.secret, config.esignWebhookSecrets)) {
+          app.metrics.webhookDeliveries.labels('rejected').inc()
+          audit.webhookRejected(request.log, { provider: 'esign', reason: 'secret', clientAddress: request.ip })
           throw problem(404, 'not_found', 'Not found.')
         }
       },
       preValidation: async (request) => {
         const key = config.esignWebhookHmacKey
         if (key !== undefined && !hasValidContentHmac(request.rawBody ?? Buffer.alloc(0), request.headers['content-hmac'], key)) {
+          app.metrics.webhookDeliveries.labels('rejected').inc()
+          audit.webhookRejected(request.log, { provider: 'esign', reason: 'signature', clientAddress: request.ip })
           throw problem(401, 'invalid_signature', 'The Content-Hmac header is missing or does not match the body.')
         }
         if (request.rawBody !== null) request.body = (await parseJson(request, request.rawBody)) as typeof request.body
@@ -67,6 +72,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookPluginOptions> = async (ap
     },
     async (request, reply) => {
       const receipt = await deliveries.submit({ rawBody: request.rawBody ?? Buffer.alloc(0), notification: request.body })
+      app.metrics.webhookDeliveries.labels(receipt.duplicate ? 'duplicate' : (receipt.outcome ?? 'ignored')).inc()
       request.logResult = { event: request.body.event.name, envelope_key: request.body.document.key, ...receipt }
       return reply.code(201).send({ received: true, duplicate: receipt.duplicate })
     },

@@ -19,7 +19,7 @@ export interface ServerProcess {
   cleanup(): Promise<void>
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const address = server.address()
@@ -57,6 +57,8 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
       PORT: String(port),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
+      // Many processes at once: none serves metrics unless its test gives it a port.
+      METRICS_PORT: '0',
       ...(serverUrl ? { DATABASE_URL: databaseUrl(serverUrl, { schema: workerSchema() }) } : { PGLITE_DIR: dataDir ?? '' }),
       ...env,
     },

@@ -8,7 +8,7 @@ import { startServerProcess, type ServerProcess } from '../helpers/server-proces
 /** Runs the real entry point and returns its exit code and output, for starts that must fail. */
 function runServer(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ...env },
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''

@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { Precompiled } from '../../db/precompiled.js'
 import type { Db } from '../../db/types.js'
 import type { ActiveBankAccount } from './rules.js'
 
@@ -19,16 +20,19 @@ export function lockActiveBankAccounts(db: Db, companyId: string): Promise<Activ
     .execute()
 }
 
-/** Whether an operation awaiting settlement pays into the account. */
-export async function paysUnsettledOperation(db: Db, bankAccountId: string): Promise<boolean> {
-  const row = await db
+// Precompiled: the status is a literal of the statement, which the partial index's generic plan needs.
+const unsettledOperationStatement = new Precompiled((db, p: { bankAccountId: string }) =>
+  db
     .selectFrom('operations')
     .select('id')
-    .where('payout_bank_account_id', '=', bankAccountId)
+    .where('payout_bank_account_id', '=', p.bankAccountId)
     .where('status', '=', 'awaiting_settlement')
-    .limit(1)
-    .executeTakeFirst()
-  return row !== undefined
+    .limit(1),
+)
+
+/** Whether an operation awaiting settlement pays into the account. */
+export async function paysUnsettledOperation(db: Db, bankAccountId: string): Promise<boolean> {
+  return (await unsettledOperationStatement.first(db, { bankAccountId })) !== undefined
 }
 
 /** Keeps the row, marked removed by whom and when; a removed account is never the default. */

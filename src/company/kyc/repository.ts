@@ -163,13 +163,15 @@ export async function insertOpenSolicitation(db: Db, values: NewSolicitation): P
   }
 }
 
-export async function findOpenSolicitationId(db: Db, buyerRoleId: string, sellerRoleId: string): Promise<string | undefined> {
-  const row = await db
+const openSolicitationIdStatement = new Precompiled((db, p: { buyerRoleId: string; sellerRoleId: string }) =>
+  db
     .selectFrom('document_solicitations')
     .select('id')
-    .where('buyer_company_role_id', '=', buyerRoleId)
-    .where('seller_company_role_id', '=', sellerRoleId)
-    .where('status', '=', 'open')
-    .executeTakeFirst()
-  return row?.id
+    .where('buyer_company_role_id', '=', p.buyerRoleId)
+    .where('seller_company_role_id', '=', p.sellerRoleId)
+    .where('status', '=', 'open'),
+)
+
+export async function findOpenSolicitationId(db: Db, buyerRoleId: string, sellerRoleId: string): Promise<string | undefined> {
+  return (await openSolicitationIdStatement.first(db, { buyerRoleId, sellerRoleId }))?.id
 }

@@ -1,0 +1,153 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { ConcurrencyObserver } from '../lib/concurrency-limit.js'
+
+/**
+ * The service's Prometheus metrics, with prom-client (the ecosystem's client: exposition format,
+ * histogram semantics and the process/event-loop collectors are its job, not ours). One registry per
+ * app, so that several apps in one process (the tests) do not share series. No label ever holds a
+ * personal or secret value: routes are patterns, statuses classes, outcomes fixed words.
+ */
+
+/** The database pool as pg.Pool exposes it. */
+export interface PoolGauges {
+  totalCount: number
+  idleCount: number
+  waitingCount: number
+}
+
+type StatusClass = '1xx' | '2xx' | '3xx' | '4xx' | '5xx'
+const STATUS_CLASSES: readonly StatusClass[] = ['1xx', '2xx', '3xx', '4xx', '5xx']
+
+/** Seconds; a read takes a few milliseconds, a login a few tens, a slow dependency up to the timeouts. */
+const REQUEST_BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+const WAIT_BUCKETS = [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+
+/** An observation of one request's duration, pre-bound to its labels. */
+type Observe = (seconds: number) => void
+
+export type WebhookOutcome = 'applied' | 'duplicate' | 'unmatched' | 'ignored' | 'rejected'
+export type RefreshOutcome = 'rotated' | 'replay_revoked' | 'rejected'
+export type ThrottleDecision = 'allowed' | 'throttled'
+
+export class ServiceMetrics {
+  readonly registry = new Registry()
+  private readonly requestDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time to answer a request, by method, route pattern and status class; its _count is the request count.',
+    labelNames: ['method', 'route', 'status_class'] as const,
+    buckets: REQUEST_BUCKETS,
+    registers: [this.registry],
+  })
+  /**
+   * Bound observers per `method route`, one per status class, made on a route's first request:
+   * prom-client's `labels()` validates and copies its arguments, which a request need not pay for.
+   */
+  private readonly observers = new Map<string, Observe[]>()
+
+  readonly webhookDeliveries = new Counter({
+    name: 'webhook_deliveries_total',
+    help: 'E-signature webhook deliveries by outcome (applied, duplicate, unmatched, ignored, rejected).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  })
+  readonly refreshOutcomes = new Counter({
+    name: 'refresh_token_rotations_total',
+    help: 'Refresh requests by outcome: rotated, replay_revoked (a spent token came back; its family revoked), rejected.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  })
+  readonly loginThrottle = new Counter({
+    name: 'login_throttle_decisions_total',
+    help: 'Login attempts let through to the password check (allowed) or refused with 429 (throttled).',
+    labelNames: ['decision'] as const,
+    registers: [this.registry],
+  })
+  private readonly hashRejections = new Counter({
+    name: 'password_hash_rejections_total',
+    help: 'Password hashes refused at once (503) because the hashing queue was full.',
+    registers: [this.registry],
+  })
+  private readonly hashWait = new Histogram({
+    name: 'password_hash_queue_wait_seconds',
+    help: 'Time a password hash waited for a hashing thread.',
+    buckets: WAIT_BUCKETS,
+    registers: [this.registry],
+  })
+  private readonly poolAcquire = new Histogram({
+    name: 'db_pool_acquire_duration_seconds',
+    help: 'Time to get a database connection from the pool.',
+    buckets: WAIT_BUCKETS,
+    registers: [this.registry],
+  })
+
+  constructor() {
+    for (const outcome of ['applied', 'duplicate', 'unmatched', 'ignored', 'rejected'] as const) this.webhookDeliveries.labels(outcome)
+    for (const outcome of ['rotated', 'replay_revoked', 'rejected'] as const) this.refreshOutcomes.labels(outcome)
+    for (const decision of ['allowed', 'throttled'] as const) this.loginThrottle.labels(decision)
+  }
+
+  /** Records one answered request; `route` is the route's pattern, undefined when no route matched. */
+  observeRequest(method: string, route: string | undefined, statusCode: number, milliseconds: number): void {
+    const key = `${method} ${route ?? ''}`
+    let byClass = this.observers.get(key)
+    if (byClass === undefined) {
+      // Unknown paths share one label: a scanner's URLs must not make series.
+      const routeLabel = route ?? 'unmatched'
+      // Unknown methods too (a client may send any token as its method).
+      const methodLabel = route === undefined && !KNOWN_METHODS.has(method) ? 'other' : method
+      byClass = STATUS_CLASSES.map((statusClass) => {
+        const child = this.requestDuration.labels(methodLabel, routeLabel, statusClass)
+        return (seconds: number) => child.observe(seconds)
+      })
+      this.observers.set(key, byClass)
+    }
+    const index = Math.floor(statusCode / 100) - 1
+    byClass[index >= 0 && index < 5 ? index : 4]!(milliseconds / 1000)
+  }
+
+  /** Hooks for the password-hashing queue (src/auth/passwords.ts) and its depth, read at each scrape. */
+  passwordHashing(depth: () => number): ConcurrencyObserver {
+    new Gauge({
+      name: 'password_hash_queue_depth',
+      help: 'Password hashes waiting for a hashing thread.',
+      registers: [this.registry],
+      collect() {
+        this.set(depth())
+      },
+    })
+    return {
+      onRejected: () => this.hashRejections.inc(),
+      onStart: (waitedSeconds) => this.hashWait.observe(waitedSeconds),
+    }
+  }
+
+  /** The pool's connections, read at each scrape; returns the observer of each acquisition's time. */
+  databasePool(pool: PoolGauges): (seconds: number) => void {
+    new Gauge({
+      name: 'db_pool_connections',
+      help: 'Database connections held by the pool, by state (total, idle).',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      collect() {
+        this.labels('total').set(pool.totalCount)
+        this.labels('idle').set(pool.idleCount)
+      },
+    })
+    new Gauge({
+      name: 'db_pool_waiting_clients',
+      help: 'Queries waiting for a free database connection.',
+      registers: [this.registry],
+      collect() {
+        this.set(pool.waitingCount)
+      },
+    })
+    return (seconds) => this.poolAcquire.observe(seconds)
+  }
+
+  /** Process metrics (CPU, memory, handles, GC) and event-loop lag: only for a process that serves them. */
+  collectProcessMetrics(): void {
+    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 20 })
+  }
+}
+
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])

@@ -1,0 +1,29 @@
+import type { AddressInfo } from 'node:net'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../config.js'
+
+/** A login to print at start: the embedded demo's (given by src/server.ts, which seeds it). */
+export interface DemoLogin {
+  email: string
+  password: string
+}
+
+/**
+ * Listens, and says so in one line a person can act on: the URL to open (localhost when bound to
+ * every interface), the API docs, and on the embedded demo database the demo login. Fastify's own
+ * lines (one per network interface) are kept out of the log meanwhile.
+ */
+export async function listenAndAnnounce(app: FastifyInstance, config: Config, demoLogin?: DemoLogin): Promise<void> {
+  const level = app.log.level
+  if (['info', 'debug', 'trace'].includes(level)) app.log.level = 'warn'
+  try {
+    await app.listen({ port: config.port, host: config.host })
+  } finally {
+    app.log.level = level
+  }
+  const { address, port } = app.server.address() as AddressInfo
+  const host = address === '0.0.0.0' || address === '::' ? 'localhost' : address.includes(':') ? `[${address}]` : address
+  const url = `http://${host}:${port}`
+  const demo = demoLogin ? `; demo login ${demoLogin.email} / ${demoLogin.password}` : ''
+  app.log.info({ url, docs: `${url}/docs` }, `listening on ${url} (API docs ${url}/docs${demo})`)
+}
