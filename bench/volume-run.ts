@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto'
 import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { availableParallelism, tmpdir, totalmem } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { DEMO } from '../db/seed/demo.js'
@@ -344,7 +344,7 @@ export async function runVolumeBench(argv: string[]): Promise<void> {
     ]
     const run = renderRun(header, rounds)
     say(`\n${run}`)
-    writeRun(join(REPO_ROOT, options.out), run)
+    writeRun(resolve(REPO_ROOT, options.out), run)
     say(`\nwritten to ${options.out}`)
   } finally {
     await stopAllChildren()

@@ -135,7 +135,7 @@ export function volumeSteps(factor: number): VolumeStep[] {
              CASE WHEN k % 10 = 0 THEN 'logout' WHEN k % 50 = 1 THEN 'reuse' END,
              md5('vj:' || k)
         FROM generate_series(${a}, ${b}) AS k
-       CROSS JOIN LATERAL (SELECT now() - ((k * 7919) % 86400) * interval '1 minute' AS created) AS t`),
+       CROSS JOIN LATERAL (SELECT now() - ((k::bigint * 7919) % 86400) * interval '1 minute' AS created) AS t`),
     // Each type once, and an older version of half of them; a seventh pending review, an eleventh rejected.
     ...batched('kyc_documents', C, (a, b) => `
       INSERT INTO kyc_documents (company_id, type, status, filename, issued_at, valid_until, reviewed_at, created_at, updated_at)

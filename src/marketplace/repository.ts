@@ -98,6 +98,9 @@ function visibleTitleDocuments(db: Kysely<Database>, titleId: string, member: Me
     ])
     .where('titles.id', '=', titleId)
     .where((eb) => visibleToMember(eb, member))
+    // A fence: pulled up into the statement's join, the subquery had its documents built at the
+    // title's scan, before the visibility filter on the join, so a 404 paid for the whole body.
+    .offset(0)
 }
 
 /** Route 9 in one statement: the caller's principal and membership, and the visible title's documents. */

@@ -26,7 +26,7 @@ import { notification, postWebhook } from '../webhooks/helpers.js'
  * Real PostgreSQL only: PGlite has the same planner, but loading the volume into it would take
  * minutes and its tables would still be the embedded database's, not the server's.
  */
-const url = process.env.TEST_DATABASE_URL
+const databaseUrl = process.env.TEST_DATABASE_URL
 
 /** Large enough that the planner prefers indexes on every table the routes read. */
 const FACTOR = 0.01
@@ -38,8 +38,11 @@ interface PlanNode {
   'Node Type': string
   'Relation Name'?: string
   'Index Name'?: string
+  'Actual Loops'?: number
   Plans?: PlanNode[]
 }
+
+const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)]
 
 function seqScans(node: PlanNode): string[] {
   const own = node['Node Type'] === 'Seq Scan' && !BOUNDED_TABLES.has(node['Relation Name'] ?? '') ? [node['Relation Name'] ?? '?'] : []
@@ -60,29 +63,32 @@ function literalOf(value: unknown, client: pg.Client): string {
   return client.escapeLiteral(typeof value === 'object' ? JSON.stringify(value) : String(value))
 }
 
-describe.runIf(!url)('generic plans at production volume', () => {
+describe.runIf(!databaseUrl)('generic plans at production volume', () => {
   it.skip('needs a real PostgreSQL: set TEST_DATABASE_URL (PGlite would take minutes to load the volume)', () => undefined)
 })
 
-describe.skipIf(!url)('generic plans at production volume (real PostgreSQL)', () => {
+describe.skipIf(!databaseUrl)('generic plans at production volume (real PostgreSQL)', () => {
   const schema = `${runSchemaPrefix(process.ppid)}plans`
   const statements = new Map<string, CompiledQuery>()
+  /** The last statement that read title documents (route 9's). */
+  let lastDocumentsQuery: CompiledQuery | undefined
   let handle: DatabaseHandle
   let app: FastifyInstance
 
   beforeAll(async () => {
-    const admin = createPostgresDatabase({ connectionString: url!, poolSize: 1 })
+    const admin = createPostgresDatabase({ connectionString: databaseUrl!, poolSize: 1 })
     await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
     await sql`CREATE SCHEMA ${sql.id(schema)}`.execute(admin.db)
     await admin.db.destroy()
     handle = createPostgresDatabase({
-      connectionString: url!,
+      connectionString: databaseUrl!,
       poolSize: 4,
       schema,
       preparedStatements: true,
       log: (event) => {
         if (event.level === 'query' && /^\s*(select|insert|update|delete|with)\b/i.test(event.query.sql)) {
           statements.set(event.query.sql, event.query)
+          if (event.query.sql.includes('"title_documents"')) lastDocumentsQuery = event.query
         }
       },
     })
@@ -96,7 +102,7 @@ describe.skipIf(!url)('generic plans at production volume (real PostgreSQL)', ()
 
   afterAll(async () => {
     await app?.close()
-    const admin = createPostgresDatabase({ connectionString: url!, poolSize: 1 })
+    const admin = createPostgresDatabase({ connectionString: databaseUrl!, poolSize: 1 })
     await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
     await admin.db.destroy()
   })
@@ -138,7 +144,7 @@ describe.skipIf(!url)('generic plans at production volume (real PostgreSQL)', ()
 
     // The routes ran this many distinct statements; each is checked below.
     expect(statements.size).toBeGreaterThan(15)
-    const client = new pg.Client({ connectionString: url!, options: `-c search_path=${schema} -c plan_cache_mode=force_generic_plan` })
+    const client = new pg.Client({ connectionString: databaseUrl!, options: `-c search_path=${schema} -c plan_cache_mode=force_generic_plan` })
     await client.connect()
     const scans: string[] = []
     try {
@@ -156,4 +162,29 @@ describe.skipIf(!url)('generic plans at production volume (real PostgreSQL)', ()
     }
     expect(scans, scans.join('\n\n')).toEqual([])
   }, 60_000)
+
+  it("builds no title document for route 9's 404, on a title with 20 of them (issue 17, cause 3)", async () => {
+    const bob = (
+      await app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'bob@beta.example', password: DEMO_PASSWORD } })
+    ).json<{ access: string }>()
+    // The volume's title 1: a draft of another seller, with 20 documents (db/seed/volume.ts).
+    const { rows } = await sql<{ id: string }>`SELECT md5('vt:1')::uuid AS id`.execute(handle.db)
+    const url = `/api/v1/marketplace/${DEMO.roles.betaBuyer}/title/${rows[0]!.id}/documents`
+    lastDocumentsQuery = undefined
+    expect((await app.inject({ method: 'GET', url, headers: bearer(bob.access) })).statusCode).toBe(404)
+    const statement = lastDocumentsQuery as CompiledQuery | undefined
+    expect(statement).toBeDefined()
+    const client = new pg.Client({ connectionString: databaseUrl, options: `-c search_path=${schema} -c plan_cache_mode=force_generic_plan` })
+    await client.connect()
+    try {
+      await client.query(`PREPARE route_9 AS ${statement!.sql}`)
+      const args = statement!.parameters.map((value) => literalOf(value, client)).join(', ')
+      const { rows: plan } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE route_9(${args})`)
+      const documentScans = nodes(plan[0]!['QUERY PLAN'][0].Plan).filter((node) => node['Relation Name'] === 'title_documents')
+      expect(documentScans.length).toBeGreaterThan(0)
+      expect(documentScans.map((node) => node['Actual Loops'])).toEqual(documentScans.map(() => 0))
+    } finally {
+      await client.end()
+    }
+  })
 })
