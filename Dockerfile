@@ -6,7 +6,7 @@
 #   runtime    the bundles and production node_modules, owned by root and read-only for the
 #              unprivileged `node` user that runs them.
 # Build: docker build -t receivables-api .   Stop with a grace of 30 s (docker stop -t 30, compose's
-# stop_grace_period: 30s): the drain after SIGTERM is bounded below that (README, Operations).
+# stop_grace_period: 30s): the drain after SIGTERM is bounded by SHUTDOWN_TIMEOUT, 25 s by default.
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS deps

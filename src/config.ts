@@ -273,3 +273,9 @@ export function loadConfirmationLinkSettings(rawEnv: NodeJS.ProcessEnv = process
     linkTtl: parseDuration(env.LINK_TTL ?? '3d'),
   }
 }
+
+/** `disable-user` also writes its audit event as a log line, at LOG_LEVEL. */
+export function loadDisableUserSettings(rawEnv: NodeJS.ProcessEnv = process.env): DatabaseSettings & { logLevel: string } {
+  const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'LOG_LEVEL'])
+  return { ...databaseSettings(env), logLevel: env.LOG_LEVEL ?? 'info' }
+}

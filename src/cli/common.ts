@@ -64,6 +64,11 @@ function createdbCommand(target: ServerTarget): string {
   return ['createdb', '-h', target.host, '-p', target.port, '-U', target.user, target.database].map(shellWord).join(' ')
 }
 
+/** How to run migrate with --create-database: through npm where the command was, else as the image runs it. */
+function createDatabaseCommand(): string {
+  return process.env.npm_lifecycle_event ? 'npm run migrate -- --create-database' : 'node dist/migrate.js --create-database'
+}
+
 /** The first error in the `cause` chain with a PostgreSQL SQLSTATE or a Node system error code. */
 function codeOf(error: unknown): string | undefined {
   for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
@@ -83,7 +88,7 @@ function describePostgresError(error: unknown, target: ServerTarget): string {
     case '3D000':
       return (
         `database "${target.database}" does not exist: create it with \`${createdbCommand(target)}\`, ` +
-        'or run `npm run migrate -- --create-database`'
+        `or run \`${createDatabaseCommand()}\``
       )
     case 'ECONNREFUSED':
       return `cannot connect to ${at} (connection refused): start the server, or fix the host and port in DATABASE_URL`
@@ -103,6 +108,8 @@ function describePostgresError(error: unknown, target: ServerTarget): string {
       return `${message}: allow this user and host in the server's pg_hba.conf, or fix the user in DATABASE_URL`
     case '42501':
       return `${message}: run as the database's owner, or grant this user the privilege`
+    case '42P01':
+      return `${message}: the database is not migrated; run \`npm run migrate\` first`
     case '57P03':
       return `${message}: the server is starting or stopping; try again in a moment`
     default:

@@ -1,6 +1,6 @@
-import { parseDuration } from '../config.js'
-import { createEmbeddedDatabase, createPostgresDatabase } from '../db/database.js'
+import { loadDatabaseSettings, parseDuration } from '../config.js'
 import { runRetention, type RetentionOptions } from '../retention/retention.js'
+import { CommandError, describeDatabaseWork, openCommandDatabase, parseFlags, runCommand } from './common.js'
 
 /**
  * `npm run retention`: deletes, in small batches, token families that ended and webhook deliveries
@@ -12,12 +12,12 @@ function options(env: NodeJS.ProcessEnv): RetentionOptions {
     try {
       return parseDuration(env[name] ?? fallback)
     } catch {
-      throw new Error(`${name}: not a duration (e.g. 30d, 12h): ${env[name]}`)
+      throw new CommandError(`configuration error: ${name}: not a duration (e.g. 30d, 12h): ${env[name]}`)
     }
   }
   const batchSize = Number(env.RETENTION_BATCH_SIZE ?? '5000')
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
-    throw new Error(`RETENTION_BATCH_SIZE: an integer from 1 to 100000: ${env.RETENTION_BATCH_SIZE}`)
+    throw new CommandError(`configuration error: RETENTION_BATCH_SIZE: an integer from 1 to 100000: ${env.RETENTION_BATCH_SIZE}`)
   }
   return {
     tokenFamilyRetention: duration('TOKEN_FAMILY_RETENTION', '30d'),
@@ -27,12 +27,18 @@ function options(env: NodeJS.ProcessEnv): RetentionOptions {
   }
 }
 
-const settings = options(process.env)
-const handle = process.env.DATABASE_URL
-  ? createPostgresDatabase({ connectionString: process.env.DATABASE_URL, poolSize: 1, preparedStatements: false })
-  : await createEmbeddedDatabase(process.env.PGLITE_DIR ?? './data/pglite')
-try {
-  await runRetention(handle.db, settings, (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`))
-} finally {
-  await handle.db.destroy()
-}
+parseFlags(process.argv.slice(2), [], 'npm run retention')
+
+// A failure is one line naming the cause and the fix (src/cli/common.ts), like the other commands.
+await runCommand('retention', async () => {
+  const retention = options(process.env)
+  const settings = loadDatabaseSettings()
+  const handle = await openCommandDatabase(settings)
+  try {
+    await runRetention(handle.db, retention, (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`))
+  } catch (error) {
+    throw describeDatabaseWork(settings, error)
+  } finally {
+    await handle.db.destroy()
+  }
+})

@@ -32,14 +32,14 @@ export interface Scope {
   member: MemberRole
 }
 
-const MEMBER_ROLE: MemberRole = { id: sql.ref<string>('company_roles.id'), role: sql.ref<RoleKind>('company_roles.role') }
+const MEMBER_ROLE: MemberRole = { id: sql.ref<string>('member.member_role_id'), role: sql.ref<RoleKind>('member.member_role') }
 
 /** A data subquery: any select, whose columns become the data row. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type DataQuery<Data> = SelectQueryBuilder<any, any, Data>
 
 const PRINCIPAL_COLUMNS = ['principal_id', 'principal_email', 'principal_name'] as const
-const MEMBER_COLUMNS = ['member_role_id', 'member_company_id', 'member_role', 'member_permissions', 'member_active_company_id'] as const
+const MEMBER_COLUMNS = ['member_role_id', 'member_company_id', 'member_role', 'member_permissions'] as const
 const FOUND = 'data_found'
 
 type StatementRow = PrincipalColumns & MemberColumns & { [FOUND]: boolean | null } & Record<string, unknown>
@@ -79,7 +79,7 @@ export class ScopedStatement<Params extends object, Data> {
               .selectAll('data_row')
               .select(sql<boolean>`true`.as(FOUND))
               // Gated on the membership: a non-member's request computes no data.
-              .where('companies.id', 'is not', null)
+              .where('member.member_role_id', 'is not', null)
               .as('data'),
           (join) => join.onTrue(),
         )

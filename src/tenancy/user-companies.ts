@@ -5,6 +5,7 @@ import type { UserCompany as UserCompanySchema } from '../../schemas/company.js'
 import { Precompiled } from '../db/precompiled.js'
 import type { Database, Db } from '../db/types.js'
 import type { Permission, RoleKind } from '../vocabulary.js'
+import { activeMemberships } from './principal.js'
 import { PrincipalStatement } from './scoped-statement.js'
 
 /** A company of the caller with their active memberships of it (routes 2 and 4). */
@@ -12,10 +13,7 @@ export type UserCompany = Static<typeof UserCompanySchema>
 
 /** The user's active memberships of active roles of active companies, one row per membership. */
 function membershipRows(db: Kysely<Database>, userId: string) {
-  return db
-    .selectFrom('memberships')
-    .innerJoin('company_roles', 'company_roles.id', 'memberships.company_role_id')
-    .innerJoin('companies', 'companies.id', 'company_roles.company_id')
+  return activeMemberships(db)
     .select([
       'companies.id',
       'companies.name',
@@ -26,9 +24,6 @@ function membershipRows(db: Kysely<Database>, userId: string) {
       'memberships.permissions',
     ])
     .where('memberships.user_id', '=', userId)
-    .where('memberships.is_active', '=', true)
-    .where('company_roles.is_active', '=', true)
-    .where('companies.is_active', '=', true)
 }
 
 const userCompaniesStatement = new Precompiled((db, { userId }: { userId: string }) =>

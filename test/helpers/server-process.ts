@@ -32,14 +32,14 @@ export async function freePort(): Promise<number> {
 async function waitUntilLive(baseUrl: string, exited: Promise<number | null>, output: string[]): Promise<void> {
   let exitCode: number | null | undefined
   void exited.then((code) => (exitCode = code))
-  const deadline = Date.now() + 60_000
+  const deadline = Date.now() + 110_000
   while (Date.now() < deadline) {
     if (exitCode !== undefined) throw new Error(`server exited (${exitCode}) before listening:\n${output.join('\n')}`)
     const live = await fetch(`${baseUrl}/health/live`).then((response) => response.ok, () => false)
     if (live) return
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-  throw new Error(`server did not listen within 60 s:\n${output.join('\n')}`)
+  throw new Error(`server did not listen within 110 s:\n${output.join('\n')}`)
 }
 
 /**

@@ -20,7 +20,7 @@ interface Run {
   stderr: string
 }
 
-function runCommand(command: 'migrate' | 'seed' | 'confirmation-link', args: string[], env: Record<string, string>): Promise<Run> {
+function runCommand(command: 'migrate' | 'seed' | 'confirmation-link' | 'retention', args: string[], env: Record<string, string>): Promise<Run> {
   const child = spawn(process.execPath, ['--import', 'tsx', `src/cli/${command}.ts`, ...args], {
     // Nothing inherited but PATH: no DATABASE_URL, secrets or NODE_ENV from the test run.
     env: { PATH: process.env.PATH ?? '', ...env },
@@ -108,7 +108,7 @@ describe('the commands on the embedded database', { timeout: SLOW }, () => {
 describe('the commands and a PostgreSQL server they cannot use', { timeout: SLOW }, () => {
   it('a port where no server listens: one line naming the host and port, and the fix', async () => {
     const port = await closedPort()
-    for (const command of ['migrate', 'seed'] as const) {
+    for (const command of ['migrate', 'seed', 'retention'] as const) {
       const run = await runCommand(command, [], { DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/receivables` })
       expect(run.code).toBe(1)
       expect(expectOneLine(run)).toBe(
@@ -156,13 +156,14 @@ describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout
 
   it('a database that does not exist: one line naming createdb and --create-database', async () => {
     await dropDatabase()
-    for (const command of ['migrate', 'seed'] as const) {
-      const run = await runCommand(command, [], { DATABASE_URL: databaseUrl })
+    const createdb = `\`createdb -h ${url.hostname} -p ${url.port || '5432'} -U ${decodeURIComponent(url.username) || 'postgres'} ${database}\``
+    // Run by npm (npm run migrate|seed), and directly as in the image.
+    for (const [command, npm] of [['migrate', true], ['seed', true], ['migrate', false]] as const) {
+      const run = await runCommand(command, [], { DATABASE_URL: databaseUrl, ...(npm ? { npm_lifecycle_event: command } : {}) })
       expect(run.code).toBe(1)
       expect(expectOneLine(run)).toBe(
-        `${command}: database "${database}" does not exist: create it with ` +
-          `\`createdb -h ${url.hostname} -p ${url.port || '5432'} -U ${decodeURIComponent(url.username) || 'postgres'} ${database}\`, ` +
-          'or run `npm run migrate -- --create-database`',
+        `${command}: database "${database}" does not exist: create it with ${createdb}, ` +
+          `or run \`${npm ? 'npm run migrate -- --create-database' : 'node dist/migrate.js --create-database'}\``,
       )
     }
   })

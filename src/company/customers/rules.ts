@@ -1,12 +1,8 @@
+import type { CustomerRequest } from '../../../schemas/customers.js'
 import { classifyTaxId, normaliseTaxId, type TaxIdType } from '../../lib/tax-id.js'
 
 /** Route 11's body after the schema has checked its types and lengths. */
-export interface CustomerBody {
-  name: string
-  tax_id: string
-  email?: string | null
-  phone?: string | null
-}
+export type CustomerBody = CustomerRequest
 
 /** A customer as stored: tax id normalised and classified, absent contacts as null. */
 export interface CustomerInput {
