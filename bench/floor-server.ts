@@ -15,6 +15,7 @@ const env = process.env
 const database = createPostgresDatabase({
   connectionString: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/bench',
   poolSize: Number(env.DATABASE_POOL_SIZE ?? 10),
+  preparedStatements: env.DATABASE_PREPARED_STATEMENTS !== 'false',
 })
 const app = Fastify({ logger: { level: env.LOG_LEVEL ?? 'info' } })
 await app.register(fastifyJwt, { secret: env.JWT_SIGNING_KEY ?? '', verify: { algorithms: ['HS256'] } })

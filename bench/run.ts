@@ -344,7 +344,23 @@ class Bench {
   }
 }
 
+/** The production-volume section (bench/volume-run.ts) of an existing results file, kept when the rest is rewritten. */
+function volumeSectionOf(file: string): string {
+  try {
+    const text = readFileSync(file, 'utf8')
+    const start = text.indexOf('<!-- volume:start -->')
+    const end = text.indexOf('<!-- volume:end -->')
+    return start >= 0 && end > start ? `\n${text.slice(start, end + '<!-- volume:end -->'.length)}\n` : ''
+  } catch {
+    return ''
+  }
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--volume')) {
+    const { runVolumeBench } = await import('./volume-run.js')
+    return runVolumeBench(process.argv.slice(2))
+  }
   const options = parseOptions(process.argv.slice(2))
   const workDir = mkdtempSync(join(tmpdir(), 'receivables-bench-'))
   installCleanup(() => {
@@ -358,7 +374,7 @@ async function main(): Promise<void> {
     const bench = new Bench(options, machine, workDir)
     await bench.run()
     bench.results.machine.backgroundAfter = await machineBusyPercent(2_000)
-    writeFileSync(resolve(REPO_ROOT, options.out), `${renderMarkdown(bench.results)}\n`)
+    writeFileSync(resolve(REPO_ROOT, options.out), `${renderMarkdown(bench.results)}\n${volumeSectionOf(resolve(REPO_ROOT, options.out))}`)
     say(`\n${renderTargets(bench.results)}\n\nwritten to ${options.out}`)
   } finally {
     await stopAllChildren()

@@ -58,7 +58,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     LOG_LEVEL: options.logLevel,
     DATABASE_POOL_SIZE: String(options.poolSize),
     ...DEMO_SECRETS,
-    // Production refuses the demo secrets unless told that a demo is meant (src/config.ts).
+    // Production refuses the demo secrets unless told a demo is meant (issue 15).
     ALLOW_DEMO_SECRETS: 'true',
     // Tokens must outlive a long run; the lifetime changes no per-request work.
     ACCESS_TOKEN_TTL: '1h',

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { DEMO } from '../db/seed/ids.js'
+import { PRESENCE_STATUSES } from '../src/vocabulary.js'
 import { Nullable, StringEnum, Timestamp, Uuid } from './common.js'
 import { ACME_PRESENCE } from './examples.js'
 import { BEARER_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, when, withExample } from './responses.js'
@@ -14,7 +15,7 @@ export const PresenceParams = Type.Object({
 
 export const PresenceResponse = Type.Object({
   company_role_id: Uuid,
-  status: StringEnum(['online', 'away', 'offline'], {
+  status: StringEnum(PRESENCE_STATUSES, {
     description: 'Seen within 2 minutes: `online`; within 15: `away`; else, or never: `offline`',
   }),
   last_seen_at: Nullable(Timestamp),

@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox'
+import { PERMISSIONS, ROLE_KINDS } from '../src/vocabulary.js'
 import { Nullable, StringEnum, Uuid } from './common.js'
 import { ACME_COMPANIES, DELTA_COMPANIES } from './examples.js'
 import { BEARER_PROBLEMS, jsonResponse, routeResponses } from './responses.js'
 
-export const PermissionName = StringEnum(['documents', 'bank_accounts', 'customers', 'marketplace', 'chat', 'admin'])
+export const PermissionName = StringEnum(PERMISSIONS)
 
 export const UserCompany = Type.Object({
   id: Uuid,
@@ -13,7 +14,7 @@ export const UserCompany = Type.Object({
   roles: Type.Array(
     Type.Object({
       company_role_id: Uuid,
-      role: StringEnum(['seller', 'buyer']),
+      role: StringEnum(ROLE_KINDS),
       permissions: Type.Array(PermissionName, { description: '`admin` grants every permission' }),
     }),
   ),

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 
-/** Durations are whole seconds or a number with a unit: `300`, `90s`, `5m`, `12h`, `30d`. */
-const Duration = Type.String({ pattern: '^[0-9]+[smhd]?$' })
+/** Durations are whole seconds or a number with a unit: `300`, `500ms`, `90s`, `5m`, `12h`, `30d`. */
+const Duration = Type.String({ pattern: '^[0-9]+(ms|[smhd])?$' })
 const NonEmpty = Type.String({ minLength: 1 })
 
 /**
@@ -15,6 +15,11 @@ export const EnvironmentSchema = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATABASE_POOL_SIZE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   DATABASE_PREPARED_STATEMENTS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
+  DATABASE_CONNECT_TIMEOUT: Type.Optional(Duration),
+  DATABASE_STATEMENT_TIMEOUT: Type.Optional(Duration),
+  HANDLER_TIMEOUT: Type.Optional(Duration),
+  DRAIN_DELAY: Type.Optional(Duration),
+  SHUTDOWN_TIMEOUT: Type.Optional(Duration),
   PGLITE_DIR: Type.Optional(NonEmpty),
   JWT_SIGNING_KEY: Type.Optional(Type.String({ minLength: 32 })),
   JWT_PRIVATE_KEY: Type.Optional(NonEmpty),

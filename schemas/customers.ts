@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { DEMO } from '../db/seed/ids.js'
+import { TAX_ID_TYPES } from '../src/vocabulary.js'
 import { Nullable, StringEnum, Timestamp, Uuid } from './common.js'
 import { CUSTOMER, CUSTOMER_REQUEST, NEW_CUSTOMER_ID } from './examples.js'
 import {
@@ -38,7 +39,7 @@ export const Customer = Type.Object(
     company_role_id: Uuid,
     name: Type.String(),
     tax_id: Type.String({ description: 'Normalised: digits (CPF) or 14 characters (CNPJ)' }),
-    tax_id_type: StringEnum(['cpf', 'cnpj']),
+    tax_id_type: StringEnum(TAX_ID_TYPES),
     email: Nullable(Type.String()),
     phone: Nullable(Type.String({ description: 'E.164' })),
     created_at: Timestamp,

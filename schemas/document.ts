@@ -40,7 +40,9 @@ the old Django REST Framework API:
 Branch on \`code\` (stable machine word) and show \`detail\` (human sentence). \`400 invalid\` lists the
 messages per field path in \`errors\`. Another company's ids answer \`404 not_found\`, exactly as if they
 did not exist; a missing permission is \`403 permission_denied\`, a role of the wrong kind
-\`403 wrong_role\`. \`503 service_unavailable\` (with \`Retry-After\`) is always safe to retry; \`500
+\`403 wrong_role\`. Every route checks in one order: the token (\`401\`), then the path and body
+(\`400\`), then the token's user (\`401\`), the membership of \`{company_role_id}\` (\`404\`), the role's kind
+and the permission (\`403\`). \`503 service_unavailable\` (with \`Retry-After\`) is always safe to retry; \`500
 server_error\` carries no details, quote the \`X-Request-Id\` response header to support.
 
 **Request ids.** Send \`X-Request-Id\` (letters, digits, \`._:-\`, up to 128) to trace a call end to end;

@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { KYC_TYPES, KYC_VALIDITY_DAYS } from '../src/company/kyc-rules.js'
-import type { KycType } from '../src/db/types.js'
+import { KYC_CHECK_STATUSES, KYC_TYPES, KYC_VALIDITY_DAYS } from '../src/vocabulary.js'
 import { DEMO } from '../db/seed/ids.js'
 import { DateOnly, Nullable, OPTIONAL_BODY, StringEnum, Timestamp, Uuid } from './common.js'
 import { ACME_CHECK_DOCUMENTS, SOLICITATION, SOLICITATION_REQUEST } from './examples.js'
@@ -14,14 +13,10 @@ const validityList = KYC_TYPES.map((type) => {
 }).join(', ')
 
 /** A plain enum, so that a wrong value gets one clear message rather than one per alternative. */
-export const KycTypeName = Type.Unsafe<KycType>({
-  type: 'string',
-  enum: [...KYC_TYPES],
-  description: `Required KYC type; validity from the issue date: ${validityList}`,
-})
+export const KycTypeName = StringEnum(KYC_TYPES, { description: `Required KYC type; validity from the issue date: ${validityList}` })
 
 export const KycDocumentStatus = StringEnum(
-  ['approved', 'pending_review', 'rejected', 'expired', 'missing'],
+  KYC_CHECK_STATUSES,
   { description: '`expired`: approved but `valid_until` is before today (UTC); `missing`: never sent' },
 )
 

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { DEMO } from '../db/seed/ids.js'
+import { ENVELOPE_STATUSES, SIGNER_STATUSES, TITLE_DOCUMENT_KINDS } from '../src/vocabulary.js'
 import { Nullable, StringEnum, Timestamp, Uuid } from './common.js'
 import { TITLE_1_DOCUMENTS } from './examples.js'
 import { BEARER_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, when, withExample } from './responses.js'
@@ -10,17 +11,17 @@ export const TitleDocumentsParams = Type.Object({
 })
 export type TitleDocumentsParams = Static<typeof TitleDocumentsParams>
 
-export const TitleDocumentKind = StringEnum(['invoice', 'nfe_xml', 'assignment_contract', 'payment_slip', 'other'])
+export const TitleDocumentKind = StringEnum(TITLE_DOCUMENT_KINDS)
 
 export const EnvelopeStatusName = StringEnum(
-  ['pending', 'signed', 'refused', 'cancelled', 'expired'],
+  ENVELOPE_STATUSES,
   { description: '`pending` until a final state; `signed`, `refused`, `cancelled` and `expired` never change again' },
 )
 
 export const Signer = Type.Object({
   name: Type.String(),
   email: Type.String({ format: 'email' }),
-  status: StringEnum(['pending', 'signed', 'refused']),
+  status: StringEnum(SIGNER_STATUSES),
   signed_at: Nullable(Timestamp),
 })
 

@@ -65,6 +65,7 @@ await build({
     migrate: 'src/cli/migrate.ts',
     seed: 'src/cli/seed.ts',
     'confirmation-link': 'src/cli/confirmation-link.ts',
+    retention: 'src/cli/retention.ts',
     'disable-user': 'src/cli/disable-user.ts',
     // Imported by the service only when an OTLP endpoint is configured.
     tracing: 'src/tracing.ts',
@@ -73,7 +74,7 @@ await build({
   bundle: true,
   platform: 'node',
   format: 'esm',
-  target: 'node20',
+  target: 'node24',
   external,
   banner: { js: banner },
   plugins: [ownDirname],

@@ -15,7 +15,7 @@ import {
 import { configurePasswordHashing, passwordHashQueueDepth } from './auth/passwords.js'
 import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
-import { openDatabase } from './db/open.js'
+import { openDatabase, type OpenOptions } from './db/open.js'
 import type { DatabaseHandle } from './db/database.js'
 import { answerClientError } from './lib/client-errors.js'
 import { installStrictFormats } from './lib/formats.js'
@@ -24,16 +24,17 @@ import { wellFormedJsonParser } from './lib/well-formed-json.js'
 import { loggerOptions, RequestLogController, type LogDestination } from './logging.js'
 import { traceChildLoggerFactory } from './observability/trace-context.js'
 import marketplaceRoutes from './marketplace/plugin.js'
-import authenticationPlugin from './plugins/authentication.js'
+import authenticationPlugin from './auth/authentication.js'
 import databasePlugin from './plugins/database.js'
 import docsPlugin from './plugins/docs.js'
 import drainingPlugin from './plugins/draining.js'
 import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
 import healthRoutes from './plugins/health.js'
-import jwksRoutes from './plugins/jwks.js'
+import jwksRoutes from './auth/jwks.js'
 import metricsPlugin from './plugins/metrics.js'
 import securityHeaders from './plugins/security-headers.js'
-import tenancyPlugin from './plugins/tenancy.js'
+import tenancyPlugin from './tenancy/plugin.js'
+import presencePlugin from './company/chat/presence-plugin.js'
 import registrationRoutes from './registration/plugin.js'
 import webhookRoutes from './webhooks/plugin.js'
 
@@ -44,6 +45,8 @@ export interface BuildOptions {
   logDestination?: LogDestination
   /** Replaces the login-failure counters (tests give each app its own). */
   counterStore?: CounterStore
+  /** Fills a new embedded database (src/server.ts passes the demo seed; see src/db/open.ts). */
+  seedNewEmbedded?: OpenOptions['seedNewEmbedded']
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -86,6 +89,8 @@ function serverOptions(config: Config, options: BuildOptions): FastifyServerOpti
     bodyLimit: 16 * 1024,
     ...httpTimeouts(config),
     clientErrorHandler: answerClientError,
+    // A handler still busy past this is answered 503 (src/plugins/errors.ts): never a hung request.
+    ...(config.handlerTimeoutMs > 0 ? { handlerTimeout: config.handlerTimeoutMs } : {}),
     // Path secrets (the webhook's) may be long; the default of 100 made a longer one unreachable.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
     frameworkErrors: handleFrameworkError,
@@ -119,7 +124,7 @@ async function counterStore(app: FastifyInstance, config: Config, options: Build
 /** Builds the whole service from a configuration; no globals, nothing listens yet. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, options)).withTypeProvider<TypeBoxTypeProvider>()
-  const database = options.database ?? (await openDatabase(config, app.log))
+  const database = options.database ?? (await openDatabase(config, app.log, { seedNewEmbedded: options.seedNewEmbedded }))
 
   app.decorateRequest('logResult', null)
   app.addHook('onRequest', async (request, reply) => {
@@ -131,15 +136,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addContentTypeParser('application/json', { parseAs: 'string' }, wellFormedJsonParser(app))
   await app.register(metricsPlugin, { requests: config.metricsPort !== undefined })
   // A database the caller opened (the tests share one) is theirs to observe.
-  if (database.pool && !options.database && config.metricsPort !== undefined) database.pool.onAcquire = app.metrics.databasePool(database.pool.pool)
+  if (database.pool && !options.database && config.metricsPort !== undefined) database.pool.onAcquire = app.metrics.databasePool(database.pool)
   await app.register(securityHeaders)
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
   await app.register(drainingPlugin)
-  await app.register(databasePlugin, { db: database.db, owned: options.database === undefined })
+  await app.register(databasePlugin, { db: database.db, owned: options.database === undefined, problems: database.problems })
   await app.register(docsPlugin)
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)
+  await app.register(presencePlugin)
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
   const throttle = new LoginThrottle(await counterStore(app, config, options), config.loginThrottle)

@@ -1,4 +1,5 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
+import { Type, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { EnvironmentSchema, type Environment } from '../schemas/config.js'
 
@@ -18,6 +19,14 @@ export interface Config {
   databasePoolSize: number
   /** Named prepared statements (off behind a pooler that does not keep sessions, e.g. PgBouncer in transaction mode). */
   databasePreparedStatements: boolean
+  /** Milliseconds to get a connection from the pool, connecting included; beyond, the request is 503. */
+  databaseConnectTimeoutMs: number
+  /** Milliseconds a statement may take, measured by the service (works through a pooler) and sent as statement_timeout. */
+  databaseStatementTimeoutMs: number
+  /** Milliseconds a route's handling may take before the answer is 503 (0: no bound). */
+  handlerTimeoutMs: number
+  /** Shutdown: milliseconds of serving on (with Connection: close) after SIGTERM, and the bound of the whole shutdown. */
+  drain: { delayMs: number; shutdownTimeoutMs: number }
   pgliteDir: string
   jwt: JwtKeys & { issuer: string | undefined; audience: string | undefined }
   accessTokenTtl: number
@@ -55,10 +64,11 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 }
+const UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 }
 
+/** Seconds (fractional for `ms`). */
 export function parseDuration(text: string): number {
-  const match = /^([0-9]+)([smhd]?)$/.exec(text)
+  const match = /^([0-9]+)(ms|[smhd]?)$/.exec(text)
   if (!match) throw new ConfigError(`not a duration: ${text}`)
   return Number(match[1]) * (UNIT_SECONDS[match[2] || 's'] ?? 1)
 }
@@ -74,10 +84,29 @@ function splitList(text: string | undefined): string[] {
   return (text ?? '').split(',').map((item) => item.trim()).filter(Boolean)
 }
 
-function describeErrors(env: Record<string, unknown>): string {
-  return [...Value.Errors(EnvironmentSchema, env)]
+function describeErrors(schema: TSchema, env: Record<string, unknown>): string {
+  return [...Value.Errors(schema, env)]
     .map((error) => `${error.path.slice(1) || '(environment)'}: ${error.message}`)
     .join('; ')
+}
+
+type EnvironmentName = keyof Environment & string
+
+/**
+ * The environment's set values among `names` (all the service reads by default), validated: an
+ * unset or empty variable is left out, a bad value throws a ConfigError that names it.
+ */
+function readEnvironment(rawEnv: NodeJS.ProcessEnv, names?: readonly EnvironmentName[]): Environment {
+  const schema = names ? Type.Pick(EnvironmentSchema, [...names]) : EnvironmentSchema
+  const env = Object.fromEntries(
+    Object.keys(schema.properties as Record<string, unknown>).flatMap((key) =>
+      rawEnv[key] === undefined || rawEnv[key] === '' ? [] : [[key, rawEnv[key]]],
+    ),
+  )
+  if (!Value.Check(schema, env)) {
+    throw new ConfigError(`invalid environment: ${describeErrors(schema, env)}`)
+  }
+  return env as Environment
 }
 
 function loadJwtKeys(env: Environment, secret: string | undefined): JwtKeys {
@@ -108,9 +137,12 @@ function loadJwtKeys(env: Environment, secret: string | undefined): JwtKeys {
  * whatever the database, unless ALLOW_DEMO_SECRETS=true says a demo is meant. All offending
  * variables are named at once so that one failed start is enough to fix them.
  */
-function checkProductionSecrets(env: Environment): void {
+function checkProductionSecrets(
+  env: Environment,
+  names: readonly (keyof typeof DEMO_SECRETS)[] = Object.keys(DEMO_SECRETS) as (keyof typeof DEMO_SECRETS)[],
+): void {
   if (env.NODE_ENV !== 'production' || env.ALLOW_DEMO_SECRETS === 'true') return
-  const offending = (Object.keys(DEMO_SECRETS) as (keyof typeof DEMO_SECRETS)[]).filter((name) => {
+  const offending = names.filter((name) => {
     if (name === 'JWT_SIGNING_KEY' && env.JWT_PRIVATE_KEY) return false
     const value = env[name]
     return value === undefined || splitList(value).some((item) => item === DEMO_SECRETS[name])
@@ -136,14 +168,7 @@ function metricsPortOf(raw: string | undefined, validated: string | undefined): 
  * outside production (see checkProductionSecrets).
  */
 export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
-  const env = Object.fromEntries(
-    Object.keys(EnvironmentSchema.properties).flatMap((key) =>
-      rawEnv[key] === undefined || rawEnv[key] === '' ? [] : [[key, rawEnv[key]]],
-    ),
-  )
-  if (!Value.Check(EnvironmentSchema, env)) {
-    throw new ConfigError(`invalid environment: ${describeErrors(env)}`)
-  }
+  const env = readEnvironment(rawEnv)
   checkProductionSecrets(env)
   const secret = (name: keyof typeof DEMO_SECRETS): string => env[name] ?? DEMO_SECRETS[name]
 
@@ -154,6 +179,19 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
   if (port > 65535) throw new ConfigError('PORT: must be at most 65535')
   const metricsPort = metricsPortOf(rawEnv.METRICS_PORT, env.METRICS_PORT)
   const loginWindow = parseDuration(env.LOGIN_FAILURE_WINDOW ?? '15m')
+  const milliseconds = (value: string | undefined, fallback: string) => Math.round(parseDuration(value ?? fallback) * 1000)
+  const drain = {
+    delayMs: milliseconds(env.DRAIN_DELAY, '5s'),
+    shutdownTimeoutMs: milliseconds(env.SHUTDOWN_TIMEOUT, '25s'),
+  }
+  if (drain.shutdownTimeoutMs < drain.delayMs + 1000) {
+    throw new ConfigError('SHUTDOWN_TIMEOUT: must exceed DRAIN_DELAY by at least 1s (requests in flight need time to finish)')
+  }
+  const databaseConnectTimeoutMs = milliseconds(env.DATABASE_CONNECT_TIMEOUT, '2s')
+  const databaseStatementTimeoutMs = milliseconds(env.DATABASE_STATEMENT_TIMEOUT, '5s')
+  if (databaseConnectTimeoutMs === 0 || databaseStatementTimeoutMs === 0) {
+    throw new ConfigError('DATABASE_CONNECT_TIMEOUT / DATABASE_STATEMENT_TIMEOUT: must be above 0 (a stalled database would hang requests)')
+  }
   return {
     env: env.NODE_ENV ?? 'development',
     port,
@@ -161,6 +199,10 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL,
     databasePoolSize: Number(env.DATABASE_POOL_SIZE ?? 10),
     databasePreparedStatements: env.DATABASE_PREPARED_STATEMENTS !== 'false',
+    databaseConnectTimeoutMs,
+    databaseStatementTimeoutMs,
+    handlerTimeoutMs: milliseconds(env.HANDLER_TIMEOUT, '10s'),
+    drain,
     pgliteDir: env.PGLITE_DIR ?? './data/pglite',
     jwt: { ...loadJwtKeys(env, secret('JWT_SIGNING_KEY')), issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE },
     accessTokenTtl: parseDuration(env.ACCESS_TOKEN_TTL ?? '5m'),
@@ -192,4 +234,48 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     helperThreadNiceness: Number(env.HELPER_THREAD_NICENESS ?? 10),
     metricsPort,
   }
+}
+
+/** Where the commands (migrate, seed, confirmation-link) find the database. */
+export interface DatabaseSettings {
+  databaseUrl: string | undefined
+  pgliteDir: string
+}
+
+const DATABASE_VARIABLES = ['DATABASE_URL', 'PGLITE_DIR'] as const
+
+function databaseSettings(env: Environment): DatabaseSettings {
+  return { databaseUrl: env.DATABASE_URL, pgliteDir: env.PGLITE_DIR ?? './data/pglite' }
+}
+
+/**
+ * `migrate` and `seed` read the database's location and nothing else: a deployment runs them with
+ * the database's credentials only, without the service's secrets, and another setting's bad value
+ * does not stop them.
+ */
+export function loadDatabaseSettings(rawEnv: NodeJS.ProcessEnv = process.env): DatabaseSettings {
+  return databaseSettings(readEnvironment(rawEnv, DATABASE_VARIABLES))
+}
+
+export interface ConfirmationLinkSettings extends DatabaseSettings {
+  legacySecretKey: string
+  /** Seconds a link stays valid. */
+  linkTtl: number
+}
+
+/** `confirmation-link` also needs the old platform's secret (the demo one refused in production) and the link's lifetime. */
+export function loadConfirmationLinkSettings(rawEnv: NodeJS.ProcessEnv = process.env): ConfirmationLinkSettings {
+  const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_SECRETS', 'LEGACY_SECRET_KEY', 'LINK_TTL'])
+  checkProductionSecrets(env, ['LEGACY_SECRET_KEY'])
+  return {
+    ...databaseSettings(env),
+    legacySecretKey: env.LEGACY_SECRET_KEY ?? DEMO_SECRETS.LEGACY_SECRET_KEY,
+    linkTtl: parseDuration(env.LINK_TTL ?? '3d'),
+  }
+}
+
+/** `disable-user` also writes its audit event as a log line, at LOG_LEVEL. */
+export function loadDisableUserSettings(rawEnv: NodeJS.ProcessEnv = process.env): DatabaseSettings & { logLevel: string } {
+  const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'LOG_LEVEL'])
+  return { ...databaseSettings(env), logLevel: env.LOG_LEVEL ?? 'info' }
 }

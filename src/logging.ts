@@ -141,10 +141,9 @@ function withSecretsMasked(value: unknown): unknown {
 /**
  * The fields of a log line with every secret-named property masked, at the top level and one level
  * down (`{ body: { password } }`), without touching the caller's objects. This replaces pino's
- * `redact`: with its `*.password`-style paths, pino ran every value of every line (the message,
- * the response time) through the redaction library's copy-and-stringify: 5–6 µs more per line,
- * and 30–50 MiB more RSS under a read load (bench/RESULTS.md, run 11). Here a line without secrets
- * costs a scan of its keys.
+ * `redact`: with its `*.password`-style paths, pino ran every value of every line through the
+ * redaction library's copy-and-stringify, which cost CPU and memory on every line (bench/RESULTS.md).
+ * Here a line without secrets costs a scan of its keys.
  */
 export function maskSecrets(fields: Record<string, unknown>): Record<string, unknown> {
   let masked = fields
@@ -186,7 +185,7 @@ export function loggerOptions(
 
 /**
  * One log line per request at `info`, written when it completes, with the request, status and
- * time: Fastify's pair of lines (received, completed) cost about a tenth of the service's CPU per
+ * time: Fastify's pair of lines (received, completed) cost a measurable share of the service's CPU per
  * request in the benchmark. The "incoming request" line is still there at `debug`. A handler that
  * has something to tell sets `request.logResult`, which goes on that line as `result`, instead
  * of writing a line of its own (each line is a write to the log).

@@ -1,4 +1,5 @@
 import closeWithGrace from 'close-with-grace'
+import { DEMO_PASSWORD, seedDemoUnlessPresent } from '../db/seed/demo.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
 import { lowerHelperThreadPriority } from './lib/thread-priority.js'
@@ -29,15 +30,24 @@ async function main(): Promise<void> {
     throw error
   }
   const tracing = await startTracing()
-  const app = await buildApp(config)
-  // SIGTERM/SIGINT: stop accepting connections, finish requests in flight, close the pool, exit 0.
-  closeWithGrace({ delay: 15_000 }, async ({ signal, err }) => {
+  // A new embedded database gets the demo data (CONTRACT.md §5); DATABASE_URL never does.
+  const app = await buildApp(config, { seedNewEmbedded: seedDemoUnlessPresent })
+  // SIGTERM: readiness 503 and Connection: close at once, serve on for DRAIN_DELAY (the gateway and
+  // the orchestrator stop sending), then stop accepting, finish requests in flight, close the pool
+  // and exit 0; all within SHUTDOWN_TIMEOUT, else exit 1. SIGINT (a terminal) skips the delay.
+  closeWithGrace({ delay: config.drain.shutdownTimeoutMs }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'closing after an uncaught error')
-    else app.log.info({ signal }, 'shutting down')
+    else app.log.info({ signal, drainDelayMs: config.drain.delayMs }, 'shutting down')
+    app.startDraining()
+    if (signal === 'SIGTERM' && config.drain.delayMs > 0) {
+      await new Promise((resolve) => setTimeout(resolve, config.drain.delayMs))
+      app.log.info('drain delay over: closing the listener')
+    }
     await app.close()
     await tracing?.shutdownTracing()
   })
-  await listenAndAnnounce(app, config)
+  // The embedded database is the demo: its login is printed with the URL.
+  await listenAndAnnounce(app, config, config.databaseUrl === undefined ? { email: 'alice@acme.example', password: DEMO_PASSWORD } : undefined)
   if (config.metricsPort !== undefined) await startMetricsServer(app, config.metricsPort, config.host)
   // Password hashing runs on these threads; the event loop must keep the CPU it needs (issue 6).
   const lowered = await lowerHelperThreadPriority(config.helperThreadNiceness)

@@ -1,7 +1,6 @@
 import { sql, type Kysely } from 'kysely'
-import { hashPassword } from '../../src/auth/passwords.js'
-import type { Database, KycType } from '../../src/db/types.js'
-import { KYC_TYPES, KYC_VALIDITY_DAYS } from '../../src/company/kyc-rules.js'
+import type { Database } from '../../src/db/types.js'
+import { KYC_TYPES, KYC_VALIDITY_DAYS, type KycType } from '../../src/vocabulary.js'
 import { DEMO } from './ids.js'
 
 export { DEMO }
@@ -12,9 +11,11 @@ const MARIA_HASH = 'pbkdf2_sha256$260000$demolegacysalt00000001$k82oSoq213VzjBxB
 const LUCAS_HASH = 'pbkdf2_sha256$260000$demolegacysalt00000002$uQ4cg2vQwsPi0OlbpkZohlAhAOQm6G0XTNLuj0CK3qw='
 
 
-// Hashing with argon2id is deliberately slow; the tests reseed before every test.
-let demoHashPromise: Promise<string> | undefined
-const demoPasswordHash = (): Promise<string> => (demoHashPromise ??= hashPassword(DEMO_PASSWORD))
+/**
+ * argon2id of DEMO_PASSWORD with the service's parameters (src/auth/passwords.ts), made once: the
+ * seed then needs nothing from the service, and the tests reseed before every test without hashing.
+ */
+const DEMO_PASSWORD_HASH = '$argon2id$v=19$m=19456,t=2,p=1$j6CiDn8KR8LtHkxEhFYgrg$mAm/2MorzhW07vkd14FHpuorGEBqY14cqqLWcteWKCM'
 
 const DAY_MS = 86_400_000
 const dayOffset = (now: Date, days: number): string => new Date(now.getTime() + days * DAY_MS).toISOString().slice(0, 10)
@@ -25,9 +26,14 @@ export async function isDemoSeeded(db: Kysely<Database>): Promise<boolean> {
   return row !== undefined
 }
 
+/** For a new embedded database (the embedded start and the command line): the demo data unless already there. */
+export async function seedDemoUnlessPresent(db: Kysely<Database>): Promise<void> {
+  if (!(await isDemoSeeded(db))) await seedDemoData(db)
+}
+
 /** Loads the demo data of CONTRACT.md §6 in one transaction. Dates are relative to `now`. */
 export async function seedDemoData(db: Kysely<Database>, now: Date = new Date()): Promise<void> {
-  const passwordHash = await demoPasswordHash()
+  const passwordHash = DEMO_PASSWORD_HASH
   await db.transaction().execute(async (trx) => {
     await seedIdentity(trx, passwordHash, now)
     await seedKyc(trx, now)

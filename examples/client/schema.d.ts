@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * Readiness: the database answers
-         * @description Public; runs `SELECT 1`. For the load balancer's readiness probe: take the instance out of rotation on `503`.
+         * @description Public; runs `SELECT 1`, answered within 1 s. For the load balancer's readiness probe: take the instance out of rotation on `503`. Answers 503 at once from SIGTERM on (the instance is draining).
          */
         get: operations["checkReadiness"];
         put?: never;
@@ -427,6 +427,8 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         status: "ok";
+                        /** @description Database settings the service could not apply (a pooler refused them), each with its fix; also logged at error level. */
+                        configuration_errors?: string[];
                     };
                 };
             };
@@ -446,7 +448,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down
+             *     - `service_unavailable`: The database cannot be reached (or does not answer within 1 s), or this instance is shutting down
              */
             503: {
                 headers: {

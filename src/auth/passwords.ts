@@ -19,8 +19,7 @@ export function threadPoolSize(env: NodeJS.ProcessEnv = process.env): number {
 /**
  * argon2 runs on libuv's thread pool and takes 19 MiB per hash. As many hashes run at once as the
  * pool has threads: with only one per core, a core idled each time a hash finished until the
- * event loop started the next (route 1 made 0.80 of raw argon2's rate against 0.88 with a full
- * pool, bench/RESULTS.md run 10). The pool's threads run at a lower priority than the event loop
+ * event loop started the next (bench/RESULTS.md). The pool's threads run at a lower priority than the event loop
  * (src/lib/thread-priority.ts), so reads keep their latency. Logins beyond it wait here, not in
  * libuv's queue, so that other pool work (DNS lookups, files) waits for one hash at most.
  */

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { loginRouteSchema, refreshRouteSchema, tokenRouteSchema } from '../../schemas/auth.js'
-import { listUserCompanies } from '../company/user-companies.js'
+import { listUserCompanies } from '../tenancy/user-companies.js'
 import type { Config } from '../config.js'
 import { logIn } from './login.js'
 import type { LoginThrottle } from './login-throttle.js'

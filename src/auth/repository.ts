@@ -22,11 +22,7 @@ export function findUserByEmail(db: Db, email: string): Promise<LoginCandidate |
   return userByEmailStatement.first(db, { email })
 }
 
-export interface AuthenticatedUser {
-  id: string
-  email: string
-  name: string
-}
+export type { AuthenticatedUser } from '../tenancy/principal.js'
 
 export interface NewSession {
   userId: string

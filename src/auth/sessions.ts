@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../db/types.js'
-import { problem } from '../lib/problem.js'
+import { tokenNotValid } from '../tenancy/admission.js'
 import { createLoginSession, createSession, revokeFamilyOnReuse, spendAndReplaceRefreshToken } from './repository.js'
 import { newJti, type RefreshTerm, type TokenSigner } from './tokens.js'
 
@@ -10,8 +10,7 @@ export interface TokenPair {
   refresh: string
 }
 
-export const tokenNotValid = () =>
-  problem(401, 'token_not_valid', 'Token is invalid or expired')
+export { tokenNotValid }
 
 /** An access token and a refresh token stored under `jti` with `term`. */
 const signPair = (signer: TokenSigner, userId: string, familyId: string, jti: string, term: RefreshTerm): TokenPair => ({

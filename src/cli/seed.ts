@@ -1,20 +1,25 @@
 import { isDemoSeeded, seedDemoData } from '../../db/seed/demo.js'
-import { loadConfig } from '../config.js'
-import { createEmbeddedDatabase, createPostgresDatabase, migrateToLatest } from '../db/database.js'
+import { loadDatabaseSettings } from '../config.js'
+import { migrateToLatest } from '../db/database.js'
+import { describeDatabaseWork, openCommandDatabase, parseFlags, runCommand } from './common.js'
 
 /** `npm run seed`: migrates, then loads the demo data of CONTRACT.md §6 unless it is already there. */
-const config = loadConfig()
-const handle = config.databaseUrl
-  ? createPostgresDatabase({ connectionString: config.databaseUrl, poolSize: 1 })
-  : await createEmbeddedDatabase(config.pgliteDir)
-try {
-  await migrateToLatest(handle.db)
-  if (await isDemoSeeded(handle.db)) {
-    process.stdout.write('demo data already present; nothing to do\n')
-  } else {
-    await seedDemoData(handle.db)
-    process.stdout.write('demo data loaded\n')
+parseFlags(process.argv.slice(2), [], 'npm run seed')
+
+await runCommand('seed', async () => {
+  const settings = loadDatabaseSettings()
+  const handle = await openCommandDatabase(settings)
+  try {
+    await migrateToLatest(handle.db)
+    if (await isDemoSeeded(handle.db)) {
+      process.stdout.write('demo data already present; nothing to do\n')
+    } else {
+      await seedDemoData(handle.db)
+      process.stdout.write('demo data loaded\n')
+    }
+  } catch (error) {
+    throw describeDatabaseWork(settings, error)
+  } finally {
+    await handle.db.destroy()
   }
-} finally {
-  await handle.db.destroy()
-}
+})

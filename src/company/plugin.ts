@@ -1,25 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { userCompaniesRouteSchema } from '../../schemas/company.js'
-import { admitUser } from '../plugins/authentication.js'
-import { principalKey } from '../tenancy/principal.js'
-import { findPrincipalCompanies } from './user-companies.js'
-import documentsRoutes from './documents-routes.js'
-import chatRoutes from './chat-routes.js'
-import bankAccountRoutes from './bank-account-routes.js'
-import customerRoutes from './customer-routes.js'
+import bankAccountRoutes from './bank-accounts/routes.js'
+import chatRoutes from './chat/routes.js'
+import userCompaniesRoutes from './companies/routes.js'
+import customerRoutes from './customers/routes.js'
+import kycRoutes from './kyc/routes.js'
 
-/** Company data: the caller's companies (route 4) and the company-role routes. */
+/** Company data: the caller's companies (route 4) and the company-role routes, one folder per subdomain. */
 const companyRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.get(
-    '/v1/get-user-companies',
-    { schema: userCompaniesRouteSchema, config: { principalInStatement: true } },
-    async (request) => {
-      const found = await findPrincipalCompanies(app.db, principalKey(request))
-      admitUser(request, found?.user)
-      return found?.companies
-    },
-  )
-  await app.register(documentsRoutes)
+  await app.register(userCompaniesRoutes)
+  await app.register(kycRoutes)
   await app.register(chatRoutes)
   await app.register(bankAccountRoutes)
   await app.register(customerRoutes)

@@ -1,8 +1,8 @@
 import { mkdir } from 'node:fs/promises'
-import { Kysely, Migrator, PostgresDialect, sql } from 'kysely'
+import { Kysely, Migrator, PostgresDialect, sql, type KyselyConfig } from 'kysely'
 import pg from 'pg'
 import { migrationProvider, migrations } from '../../db/migrations/index.js'
-import { PreparedStatementPool } from './prepared-statements.js'
+import { ServicePool, type StartupSetting } from './pool.js'
 import type { Database } from './types.js'
 
 const DATE_OID = 1082
@@ -17,30 +17,18 @@ export interface DatabaseHandle {
   kind: 'postgres' | 'pglite'
   /** True when this call created an embedded database that has no data yet. */
   created: boolean
+  /** Configuration errors found while connecting (each logged once with its fix), for readiness. */
+  problems?: readonly string[]
   /** PostgreSQL's connection pool, for its metrics (absent on the embedded database). */
   pool?: ObservedPool
 }
 
-/** A pool whose counts can be read, and whose connection checkouts can be timed once someone listens. */
+/** A pool whose counts can be read, and whose connection checkouts are timed once someone listens. */
 export interface ObservedPool {
-  pool: pg.Pool
+  readonly totalCount: number
+  readonly idleCount: number
+  readonly waitingCount: number
   onAcquire: ((seconds: number) => void) | undefined
-}
-
-/** The pool as Kysely sees it: every checkout timed while `observed.onAcquire` is set (the metrics). */
-function timedPool(observed: ObservedPool) {
-  const { pool } = observed
-  return {
-    async connect(): Promise<pg.PoolClient> {
-      const onAcquire = observed.onAcquire
-      if (onAcquire === undefined) return pool.connect()
-      const started = performance.now()
-      const client = await pool.connect()
-      onAcquire((performance.now() - started) / 1000)
-      return client
-    },
-    end: () => pool.end(),
-  }
 }
 
 export interface PostgresOptions {
@@ -48,31 +36,54 @@ export interface PostgresOptions {
   poolSize: number
   /** Schema to put first on the search path (the tests give each worker its own). */
   schema?: string | undefined
-  /** Run queries as named prepared statements (default true; see prepared-statements.ts). */
+  /**
+   * Run the application's queries as named prepared statements, planned once per connection with
+   * plan_cache_mode=force_generic_plan (the service; see pool.ts). Off by default: the CLIs and
+   * scripts send no settings a pooler would refuse.
+   */
   preparedStatements?: boolean
+  /** Kysely's query log, for tools that look at the statements run (the plan check). */
+  log?: KyselyConfig['log']
+  /** Bound of the wait for a connection, connecting included (default 2 s). */
+  connectTimeoutMs?: number
+  /** Client-side bound of each statement, also sent as statement_timeout where the server takes it (default: none sent, 10 min client-side). */
+  statementTimeoutMs?: number
+  /** Where configuration errors go (default: stderr, for the CLIs). */
+  onConfigurationError?: (message: string) => void
 }
 
 /**
  * Server settings for each connection. With prepared statements, each is planned once: PostgreSQL's
  * default re-plans a statement on every run when its generic plan looks costlier than the custom
- * ones, which made planning most of route 9's database time (0.4 of 0.5 ms). The service's
- * statements look rows up by key, where a generic plan is as good.
- *
- * pg takes `options` from the URL, else from its config, else from libpq's PGOPTIONS: one source
- * replaces the others. The operator's (PGOPTIONS, then the URL's) come after the service's here,
- * so all apply and, for the same setting, the operator's wins.
+ * ones, which made planning most of route 9's database time (bench/RESULTS.md). The service's
+ * statements look rows up by key, where a generic plan is as good. statement_timeout makes the
+ * server itself give up on a statement the service has stopped waiting for.
  */
-function connectionOptions(options: PostgresOptions, urlOptions: string | undefined): string | undefined {
-  const settings = [
+function serviceSettings(options: PostgresOptions): StartupSetting[] {
+  return [
+    ...(options.preparedStatements === true
+      ? [{ name: 'plan_cache_mode' as const, value: 'force_generic_plan', satisfiedBy: (setting: string) => setting === 'force_generic_plan' }]
+      : []),
+    ...(options.statementTimeoutMs
+      ? [{ name: 'statement_timeout' as const, value: `${options.statementTimeoutMs}ms`, satisfiedBy: (setting: string) => Number(setting) > 0 }]
+      : []),
+  ]
+}
+
+/**
+ * pg takes `options` from the URL, else from its config, else from libpq's PGOPTIONS: one source
+ * replaces the others. The operator's (PGOPTIONS, then the URL's) are all kept here, after the
+ * service's, so all apply and, for the same setting, the operator's wins.
+ */
+function operatorOptions(options: PostgresOptions, urlOptions: string | undefined): string[] {
+  return [
     ...(options.schema ? [`-c search_path=${options.schema}`] : []),
-    ...(options.preparedStatements === false ? [] : ['-c plan_cache_mode=force_generic_plan']),
     ...(process.env.PGOPTIONS ? [process.env.PGOPTIONS] : []),
     ...(urlOptions ? [urlOptions] : []),
   ]
-  return settings.length > 0 ? settings.join(' ') : undefined
 }
 
-/** The connection URL without its `options` parameter, and that parameter (see `connectionOptions`). */
+/** The connection URL without its `options` parameter, and that parameter (see `operatorOptions`). */
 function withoutUrlOptions(connectionString: string): { connectionString: string; urlOptions: string | undefined } {
   let url: URL
   try {
@@ -95,29 +106,28 @@ export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle
     }) as typeof pg.types.getTypeParser,
   }
   const { connectionString, urlOptions } = withoutUrlOptions(options.connectionString)
-  const pool = new pg.Pool({
-    connectionString,
-    max: options.poolSize,
-    // A database that cannot be reached must turn into a quick 503, not a hung request.
-    connectionTimeoutMillis: 2_000,
-    idleTimeoutMillis: 30_000,
-    types,
-    options: connectionOptions(options, urlOptions),
+  const pool = new ServicePool({
+    config: {
+      connectionString,
+      max: options.poolSize,
+      // A database that cannot be reached, or a pool that stays full, must turn into a quick 503.
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 2_000,
+      idleTimeoutMillis: 30_000,
+      types,
+    },
+    settings: serviceSettings(options),
+    operatorOptions: operatorOptions(options, urlOptions),
+    namedStatements: options.preparedStatements === true,
+    // Without a configured bound (migrations, seeding) a long statement is legitimate.
+    statementTimeoutMs: options.statementTimeoutMs ?? 600_000,
+    onConfigurationError: options.onConfigurationError ?? ((message) => process.stderr.write(`configuration error: ${message}\n`)),
   })
-  // A client that loses its server emits 'error': the pool listens on idle ones only, and an
-  // unheard 'error' would crash the process. The query in flight still fails (→ 503); the pool
-  // discards the broken client and the next checkout reconnects.
-  pool.on('error', () => undefined)
-  pool.on('connect', (client) => client.on('error', () => undefined))
-  const observed: ObservedPool = { pool, onAcquire: undefined }
-  const timed = timedPool(observed)
   return {
-    db: new Kysely<Database>({
-      dialect: new PostgresDialect({ pool: options.preparedStatements === false ? timed : new PreparedStatementPool(timed) }),
-    }),
+    db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...(options.log ? { log: options.log } : {}) }),
     kind: 'postgres',
     created: false,
-    pool: observed,
+    problems: pool.problems,
+    pool,
   }
 }
 

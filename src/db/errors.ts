@@ -1,5 +1,19 @@
+/** A statement or probe that got no answer within its bound (the database or pooler stalled). */
+export class DatabaseTimeout extends Error {
+  override name = 'DatabaseTimeout'
+  constructor(readonly timeoutMs: number) {
+    super(`the database did not answer within ${timeoutMs} ms`)
+  }
+}
+
+/** The database is there, but set up in a way the service cannot work with (logged with its fix). */
+export class DatabaseConfigurationError extends Error {
+  override name = 'DatabaseConfigurationError'
+}
+
 /** SQLSTATE classes and socket errors that mean "the database cannot be reached right now". */
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300'])
+// 57014: statement_timeout cancelled the statement on the server (the service cancels nothing itself).
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014'])
 const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'EHOSTUNREACH'])
 const UNAVAILABLE_MESSAGES = [
   'timeout exceeded when trying to connect',
@@ -10,6 +24,7 @@ const UNAVAILABLE_MESSAGES = [
 
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false
+  if (error instanceof DatabaseTimeout || error instanceof DatabaseConfigurationError) return true
   const code = (error as { code?: unknown }).code
   if (typeof code === 'string') {
     if (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_NODE_CODES.has(code) || code.startsWith('08')) return true

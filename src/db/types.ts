@@ -1,4 +1,7 @@
 import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely'
+import type {
+  EnvelopeStatus, KycReviewStatus, KycType, Permission, RoleKind, SignerStatus, SolicitationStatus, TaxIdType, TitleDocumentKind,
+} from '../vocabulary.js'
 
 /** A timestamptz column: read as a Date, written as a Date or an SQL expression. */
 type Timestamp = ColumnType<Date, Date | string, Date | string>
@@ -11,19 +14,7 @@ type DateOnly = string
 /** numeric columns are read as decimal strings, never as floats. */
 type Decimal = ColumnType<string, string | number, string | number>
 
-export type Permission = 'documents' | 'bank_accounts' | 'customers' | 'marketplace' | 'chat' | 'admin'
-export type RoleKind = 'seller' | 'buyer'
-export type KycType =
-  | 'articles_of_association'
-  | 'cnpj_card'
-  | 'partners_identification'
-  | 'proof_of_address'
-  | 'balance_sheet'
-  | 'income_statement'
-  | 'revenue_statement'
-  | 'debt_clearance_certificate'
-export type EnvelopeStatus = 'pending' | 'signed' | 'refused' | 'cancelled' | 'expired'
-export type SignerStatus = 'pending' | 'signed' | 'refused'
+export type { EnvelopeStatus, KycType, Permission, RoleKind, SignerStatus } from '../vocabulary.js'
 
 export interface UsersTable {
   id: Generated<string>
@@ -80,7 +71,7 @@ export interface KycDocumentsTable {
   id: Generated<string>
   company_id: string
   type: KycType
-  status: 'pending_review' | 'approved' | 'rejected'
+  status: KycReviewStatus
   filename: string
   issued_at: DateOnly
   valid_until: DateOnly | null
@@ -96,7 +87,7 @@ export interface DocumentSolicitationsTable {
   document_types: KycType[]
   message: string | null
   due_date: DateOnly | null
-  status: Generated<'open' | 'fulfilled' | 'cancelled'>
+  status: Generated<SolicitationStatus>
   created_by: string
   created_at: CreatedAt
   closed_at: NullableTimestamp
@@ -124,7 +115,7 @@ export interface CustomersTable {
   company_role_id: string
   name: string
   tax_id: string
-  tax_id_type: 'cpf' | 'cnpj'
+  tax_id_type: TaxIdType
   email: string | null
   phone: string | null
   created_at: CreatedAt
@@ -182,7 +173,7 @@ export interface OperationsTable {
 export interface TitleDocumentsTable {
   id: Generated<string>
   title_id: string
-  kind: 'invoice' | 'nfe_xml' | 'assignment_contract' | 'payment_slip' | 'other'
+  kind: TitleDocumentKind
   filename: string
   content_type: string
   size_bytes: number

@@ -1,6 +1,8 @@
 /** Brazilian tax identifiers: CPF (people), CNPJ (companies, alphanumeric since July 2026), NF-e keys. */
 
-export type TaxIdType = 'cpf' | 'cnpj'
+import type { TaxIdType } from '../vocabulary.js'
+
+export type { TaxIdType }
 
 /** Strips the punctuation people type (`.`, `-`, `/`, spaces) and upper-cases letters. */
 export function normaliseTaxId(raw: string): string {

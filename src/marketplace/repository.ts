@@ -1,24 +1,23 @@
-import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
+import type { Static } from '@sinclair/typebox'
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from 'kysely'
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres'
-import { Precompiled } from '../db/precompiled.js'
+import type { TitleDocument as TitleDocumentSchema } from '../../schemas/marketplace.js'
 import { isoTimestamp } from '../db/sql-json.js'
-import type { Database, Db, EnvelopeStatus, SignerStatus, TitleDocumentsTable } from '../db/types.js'
-import { principalOf, userWithMembership, type PrincipalWithMembership, type ScopedPrincipal } from '../tenancy/principal.js'
-
-type ScopedTables = 'users' | 'token_families' | 'memberships' | 'company_roles' | 'companies'
+import type { Database } from '../db/types.js'
+import { ScopedStatement, type MemberRole } from '../tenancy/scoped-statement.js'
 
 /**
- * Whether the caller's company role (the principal's membership, from the outer statement) may
- * see the title row in scope (§4 route 9): its seller role always; a buyer role while the title is
- * listed, or when that buyer has bid on it (any bid status: the buyer saw the documents when
- * bidding) or bought it (an operation of that buyer).
+ * Whether the caller's company role (`member`, from the scoped statement) may see the title row in
+ * scope (§4 route 9): its seller role always; a buyer role while the title is listed, or when that
+ * buyer has bid on it (any bid status: the buyer saw the documents when bidding) or bought it (an
+ * operation of that buyer).
  */
-function visibleToMember(eb: ExpressionBuilder<Database, ScopedTables | 'titles'>): Expression<SqlBool> {
-  const memberRole = eb.ref('company_roles.id')
+function visibleToMember(eb: ExpressionBuilder<Database, 'titles'>, member: MemberRole): Expression<SqlBool> {
+  const memberRole = member.id
   return eb.or([
     eb('titles.seller_company_role_id', '=', memberRole),
     eb.and([
-      eb('company_roles.role', '=', 'buyer'),
+      eb(member.role, '=', 'buyer'),
       eb.or([
         eb('titles.status', '=', 'listed'),
         eb.exists(
@@ -26,45 +25,22 @@ function visibleToMember(eb: ExpressionBuilder<Database, ScopedTables | 'titles'
             .selectFrom('bids')
             .select(sql.lit(1).as('found'))
             .whereRef('bids.title_id', '=', 'titles.id')
-            .whereRef('bids.buyer_company_role_id', '=', 'company_roles.id'),
+            .where('bids.buyer_company_role_id', '=', memberRole),
         ),
         eb.exists(
           eb
             .selectFrom('operations')
             .select(sql.lit(1).as('found'))
             .whereRef('operations.title_id', '=', 'titles.id')
-            .whereRef('operations.buyer_company_role_id', '=', 'company_roles.id'),
+            .where('operations.buyer_company_role_id', '=', memberRole),
         ),
       ]),
     ]),
   ])
 }
 
-export interface Signer {
-  name: string
-  email: string
-  status: SignerStatus
-  signed_at: string | null
-}
-
-export interface Signature {
-  envelope_key: string
-  status: EnvelopeStatus
-  completed_at: string | null
-  signers: Signer[]
-}
-
 /** A document as route 9 shows it, built by the database (timestamps as RFC 3339 UTC text). */
-export interface TitleDocument {
-  id: string
-  kind: TitleDocumentsTable['kind']
-  filename: string
-  content_type: string
-  size_bytes: number
-  sha256: string
-  uploaded_at: string
-  signature: Signature | null
-}
+export type TitleDocument = Static<typeof TitleDocumentSchema>
 
 /** The envelope of the document in scope with its signers in signing order, as one JSON object (null without one). */
 function signatureOf(eb: ExpressionBuilder<Database, 'title_documents'>) {
@@ -94,16 +70,15 @@ function signatureOf(eb: ExpressionBuilder<Database, 'title_documents'>) {
 }
 
 /**
- * The title, if the member may see it, with its documents in upload order as one JSON array built
- * by the database: a lateral subquery of a statement that starts from the principal and their
- * membership (src/tenancy/principal.ts), run only for a member. One row, or none.
+ * The title, if the member may see it, with its documents in upload order as the JSON text of the
+ * response body (`TitleDocument[]`), built by the database: the service sends it as it comes,
+ * instead of parsing it into objects only to serialise them again. One row, or none.
  */
-function visibleTitle(eb: ExpressionBuilder<Database, ScopedTables>, titleId: string) {
-  return eb
+function visibleTitleDocuments(db: Kysely<Database>, titleId: string, member: MemberRole) {
+  return db
     .selectFrom('titles')
     .select((title) => [
-      'titles.id',
-      jsonArrayFrom(
+      sql<string>`${jsonArrayFrom(
         title
           .selectFrom('title_documents')
           .select((document) => [
@@ -119,35 +94,16 @@ function visibleTitle(eb: ExpressionBuilder<Database, ScopedTables>, titleId: st
           .whereRef('title_documents.title_id', '=', 'titles.id')
           .orderBy('title_documents.uploaded_at')
           .orderBy('title_documents.id'),
-      ).as('documents'),
+      )}::text`.as('documents_json'),
     ])
-    .where('companies.id', 'is not', null)
     .where('titles.id', '=', titleId)
-    .where(visibleToMember)
-    .as('title')
+    .where((eb) => visibleToMember(eb, member))
+    // A fence: pulled up into the statement's join, the subquery had its documents built at the
+    // title's scan, before the visibility filter on the join, so a 404 paid for the whole body.
+    .offset(0)
 }
 
-/**
- * Route 9 in one statement: the principal, their membership, and the title's documents if visible,
- * as the JSON text of the response body (`TitleDocument[]`): the service sends it as it comes,
- * instead of parsing it into objects only to serialise them again.
- */
-const titleDocumentsStatement = new Precompiled((db, p: ScopedPrincipal & { titleId: string }) =>
-  userWithMembership(db, p)
-    .leftJoinLateral((eb) => visibleTitle(eb, p.titleId), (join) => join.onTrue())
-    .select(['title.id as visible_title_id', sql<string | null>`title.documents::text`.as('documents_json')]),
+/** Route 9 in one statement: the caller's principal and membership, and the visible title's documents. */
+export const scopedTitleDocuments = new ScopedStatement((db, p: { titleId: string }, scope) =>
+  visibleTitleDocuments(db, p.titleId, scope.member),
 )
-
-export interface ScopedTitleDocuments {
-  /** Undefined when the token's user is not active. */
-  principal: PrincipalWithMembership | undefined
-  /** JSON text of `TitleDocument[]`; undefined when the title does not exist or the member may not see it. */
-  documentsJson: string | undefined
-}
-
-export async function findScopedTitleDocuments(db: Db, key: ScopedPrincipal, titleId: string): Promise<ScopedTitleDocuments> {
-  const row = await titleDocumentsStatement.first(db, { ...key, titleId })
-  if (!row) return { principal: undefined, documentsJson: undefined }
-  const { visible_title_id: visibleTitleId, documents_json: documentsJson } = row
-  return { principal: principalOf(row), documentsJson: visibleTitleId !== null && documentsJson !== null ? documentsJson : undefined }
-}

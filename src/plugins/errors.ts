@@ -93,6 +93,11 @@ function handleError(this: FastifyInstance, error: FastifyError, request: Fastif
     reply.header('retry-after', '5')
     return sendProblem(reply, 503, 'service_unavailable', 'The service is temporarily unavailable; try again shortly.')
   }
+  if (error.code === 'FST_ERR_HANDLER_TIMEOUT') {
+    request.log.warn({ err: error }, 'request took longer than HANDLER_TIMEOUT')
+    reply.header('retry-after', '5')
+    return sendProblem(reply, 503, 'service_unavailable', 'The service is temporarily unavailable; try again shortly.')
+  }
   if (error instanceof ConcurrencyLimitFull) {
     // Password hashing is at its bound (src/auth/passwords.ts): refused at once rather than queued.
     request.log.warn('password hashing queue full')

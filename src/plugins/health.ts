@@ -1,9 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { sql } from 'kysely'
 import { livenessRouteSchema, readinessRouteSchema } from '../../schemas/health.js'
+import { DatabaseConfigurationError } from '../db/errors.js'
+import { probe } from '../db/pool.js'
 import { problem } from '../lib/problem.js'
 
-/** Liveness (the process answers) and readiness (the database answers), both public. */
+/** Readiness answers within this, whatever the database does: probes have short timeouts of their own. */
+const READINESS_TIMEOUT_MS = 1_000
+
+/** Liveness (the process answers) and readiness (the database answers, and the instance is not draining), both public. */
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/live', { schema: livenessRouteSchema, config: { public: true }, logLevel: 'warn' }, async () => ({
     status: 'ok' as const,
@@ -12,12 +16,20 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/ready',
     { schema: readinessRouteSchema, config: { public: true }, logLevel: 'warn' },
     async () => {
-      try {
-        await sql`SELECT 1`.execute(app.db)
-      } catch {
-        throw problem(503, 'service_unavailable', 'The database is not reachable.', { headers: { 'retry-after': '5' } })
+      if (app.draining) {
+        throw problem(503, 'service_unavailable', 'This instance is shutting down.', { headers: { 'retry-after': '5' } })
       }
-      return { status: 'ok' as const }
+      try {
+        await probe(app.db, READINESS_TIMEOUT_MS)
+      } catch (error) {
+        const detail =
+          error instanceof DatabaseConfigurationError
+            ? `The database is set up in a way the service cannot use: ${app.databaseProblems.join('; ')}`
+            : 'The database is not reachable.'
+        throw problem(503, 'service_unavailable', detail, { headers: { 'retry-after': '5' } })
+      }
+      const problems = app.databaseProblems
+      return problems.length > 0 ? { status: 'ok' as const, configuration_errors: [...problems] } : { status: 'ok' as const }
     },
   )
 }

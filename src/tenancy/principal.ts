@@ -1,9 +1,15 @@
-import type { FastifyRequest } from 'fastify'
 import type { Kysely } from 'kysely'
-import type { AuthenticatedUser } from '../auth/repository.js'
 import { Precompiled } from '../db/precompiled.js'
-import type { Database, Permission, RoleKind } from '../db/types.js'
+import type { Database } from '../db/types.js'
+import type { Permission, RoleKind } from '../vocabulary.js'
 import type { CompanyRoleContext } from './membership.js'
+
+/** The active user behind a request's access token. */
+export interface AuthenticatedUser {
+  id: string
+  email: string
+  name: string
+}
 
 /** What an access token names: its user and its token family. */
 export interface TokenPrincipal {
@@ -33,45 +39,53 @@ export function activeUserForToken(db: Kysely<Database>, key: TokenPrincipal) {
 }
 
 /**
- * `activeUserForToken` with the user's membership of one company role: the `member_` columns are
- * null unless the membership, the role and its company are all active. Memberships are unique per
- * (user, role), so the left joins add at most one row.
+ * §3's active membership, the one place it is written: the membership, its company role and the
+ * role's company all active. Routes 2 and 4 list a user's; every company-scoped request reads one.
+ */
+export function activeMemberships(db: Kysely<Database>) {
+  return db
+    .selectFrom('memberships')
+    .innerJoin('company_roles', 'company_roles.id', 'memberships.company_role_id')
+    .innerJoin('companies', 'companies.id', 'company_roles.company_id')
+    .where('memberships.is_active', '=', true)
+    .where('company_roles.is_active', '=', true)
+    .where('companies.is_active', '=', true)
+}
+
+/**
+ * `activeUserForToken` with the user's active membership of one company role in the `member_`
+ * columns (null without one), as the lateral `member`. Memberships are unique per (user, role), so
+ * it adds at most one row.
  */
 export function userWithMembership(db: Kysely<Database>, key: ScopedPrincipal) {
   return activeUserForToken(db, key)
-    .leftJoin('memberships', (join) =>
-      join
-        .onRef('memberships.user_id', '=', 'users.id')
-        .on('memberships.company_role_id', '=', key.companyRoleId)
-        .on('memberships.is_active', '=', true),
+    .leftJoinLateral(
+      activeMemberships(db)
+        .select([
+          'company_roles.id as member_role_id',
+          'company_roles.company_id as member_company_id',
+          'company_roles.role as member_role',
+          'memberships.permissions as member_permissions',
+        ])
+        .where('memberships.user_id', '=', key.userId)
+        .where('memberships.company_role_id', '=', key.companyRoleId)
+        .as('member'),
+      (join) => join.onTrue(),
     )
-    .leftJoin('company_roles', (join) =>
-      join.onRef('company_roles.id', '=', 'memberships.company_role_id').on('company_roles.is_active', '=', true),
-    )
-    .leftJoin('companies', (join) =>
-      join.onRef('companies.id', '=', 'company_roles.company_id').on('companies.is_active', '=', true),
-    )
-    .select([
-      'company_roles.id as member_role_id',
-      'company_roles.company_id as member_company_id',
-      'company_roles.role as member_role',
-      'memberships.permissions as member_permissions',
-      'companies.id as member_active_company_id',
-    ])
+    .selectAll('member')
 }
 
-interface PrincipalColumns {
+export interface PrincipalColumns {
   principal_id: string
   principal_email: string
   principal_name: string
 }
 
-interface MemberColumns {
+export interface MemberColumns {
   member_role_id: string | null
   member_company_id: string | null
   member_role: RoleKind | null
   member_permissions: Permission[] | null
-  member_active_company_id: string | null
 }
 
 export interface PrincipalWithMembership {
@@ -88,7 +102,7 @@ export const userOf = (row: PrincipalColumns): AuthenticatedUser => ({
 
 export function principalOf(row: PrincipalColumns & MemberColumns): PrincipalWithMembership {
   const { member_role_id: roleId, member_company_id: companyId, member_role: role, member_permissions: permissions } = row
-  const member = row.member_active_company_id !== null && roleId !== null && companyId !== null && role !== null
+  const member = roleId !== null && companyId !== null && role !== null
   return {
     user: userOf(row),
     membership: member ? { companyRoleId: roleId, companyId, role, permissions: permissions ?? [] } : undefined,
@@ -108,15 +122,3 @@ export async function findUserWithMembership(db: Kysely<Database>, key: ScopedPr
   const row = await userWithMembershipStatement.first(db, key)
   return row && principalOf(row)
 }
-
-/** The principal a verified bearer token names (src/plugins/authentication.ts sets the claims). */
-export const principalKey = (request: FastifyRequest): TokenPrincipal => ({
-  userId: request.tokenClaims.user_id,
-  familyId: request.tokenClaims.fid,
-})
-
-/** The same, acting for the route's `{company_role_id}` (validated by the route's schema). */
-export const scopedPrincipalKey = (request: FastifyRequest): ScopedPrincipal => ({
-  ...principalKey(request),
-  companyRoleId: (request.params as { company_role_id: string }).company_role_id,
-})

@@ -1,17 +1,11 @@
 import type { Kysely } from 'kysely'
 import type { EsignNotification } from '../../schemas/webhooks.js'
+import { isDatabaseUnavailable } from '../db/errors.js'
 import type { Database } from '../db/types.js'
+import { Coalescer } from '../lib/coalescer.js'
 import { dedupeKeyOf } from './authenticity.js'
-import { actionFor, isNoChange, signerEmailOf, transition, type EnvelopeState, type SignerState } from './esign-events.js'
-import {
-  applyChanges,
-  storeDeliveriesAndLock,
-  type BatchChanges,
-  type DeliveryOutcome,
-  type LockedEnvelope,
-  type LockedSigner,
-  type NewDelivery,
-} from './repository.js'
+import { actionFor, foldEvents, signerEmailOf, type DeliveryOutcome, type StoredEvent } from './esign-events.js'
+import { applyChanges, storeDeliveriesAndLock, type NewDelivery } from './repository.js'
 
 export const ESIGN_PROVIDER = 'esign'
 
@@ -23,47 +17,6 @@ export interface IncomingDelivery {
 export interface DeliveryReceipt {
   duplicate: boolean
   outcome?: DeliveryOutcome
-}
-
-/** A new delivery's event, with the envelope and signer it names as they were when locked. */
-export interface StoredEvent {
-  deliveryId: string
-  eventName: string
-  occurredAt: Date
-  envelope: LockedEnvelope | undefined
-  signer: LockedSigner | undefined
-}
-
-/**
- * The events of a batch applied one after another, in the order given, to the state their locked
- * envelopes and signers were in: each event sees what the ones before it changed. Envelopes and
- * signers only ever leave `pending`, so each changes at most once; a later change would be merged.
- */
-export function foldEvents(events: StoredEvent[]): BatchChanges {
-  const changes: BatchChanges = { outcomes: new Map(), envelopes: new Map(), signers: new Map() }
-  const envelopeStates = new Map<string, EnvelopeState>()
-  const signerStates = new Map<string, SignerState>()
-  for (const event of events) {
-    const action = actionFor(event.eventName)
-    if (!action || !event.envelope) {
-      changes.outcomes.set(event.deliveryId, action ? 'unmatched' : 'ignored')
-      continue
-    }
-    const { id: envelopeId } = event.envelope
-    const envelope = envelopeStates.get(envelopeId) ?? event.envelope
-    const signer = event.signer && (signerStates.get(event.signer.id) ?? event.signer)
-    const change = transition(envelope, signer, action, event.occurredAt)
-    if (change.envelope) {
-      envelopeStates.set(envelopeId, { ...envelope, ...change.envelope })
-      changes.envelopes.set(envelopeId, { ...changes.envelopes.get(envelopeId), ...change.envelope })
-    }
-    if (change.signer && signer && event.signer) {
-      signerStates.set(event.signer.id, { ...signer, ...change.signer })
-      changes.signers.set(event.signer.id, { ...changes.signers.get(event.signer.id), ...change.signer })
-    }
-    changes.outcomes.set(event.deliveryId, isNoChange(change) ? 'ignored' : 'applied')
-  }
-  return changes
 }
 
 /** The signer's e-mail, for the events that concern a signer. */
@@ -105,5 +58,21 @@ export async function receiveEsignDeliveries(db: Kysely<Database>, incoming: Inc
   return deliveries.map((delivery) => {
     const outcome = firsts.get(delivery.dedupeKey) === delivery ? outcomes.get(delivery.dedupeKey) : undefined
     return outcome === undefined ? { duplicate: true } : { duplicate: false, outcome }
+  })
+}
+
+/**
+ * Deliveries that arrive while earlier ones are being written go in together, in one transaction
+ * (the transaction's round trips and commit are most of a delivery's cost: bench/RESULTS.md).
+ * Two batches in flight keep the event loop and the database busy at once.
+ */
+const DELIVERY_BATCHING = { maxBatch: 16, maxInFlight: 2 }
+
+/** Route 12's receiver: `submit` one delivery, get its receipt once its batch is committed. */
+export function esignDeliveryReceiver(db: Kysely<Database>): Coalescer<IncomingDelivery, DeliveryReceipt> {
+  return new Coalescer<IncomingDelivery, DeliveryReceipt>((batch) => receiveEsignDeliveries(db, batch), {
+    ...DELIVERY_BATCHING,
+    // A batch fails as a whole: retried one by one, a delivery the database rejects (bad text) fails alone.
+    retryAlone: (error) => !isDatabaseUnavailable(error),
   })
 }

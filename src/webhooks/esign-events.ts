@@ -1,4 +1,4 @@
-import type { EnvelopeStatus, SignerStatus } from '../db/types.js'
+import type { EnvelopeStatus, SignerStatus, WebhookDeliveriesTable } from '../db/types.js'
 
 /** What a provider event means for an envelope, independent of its current state. */
 export type EsignAction =
@@ -128,3 +128,57 @@ export function signerEmailOf(data: unknown): string | undefined {
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** What became of a stored delivery. */
+export type DeliveryOutcome = NonNullable<WebhookDeliveriesTable['outcome']>
+
+export type LockedEnvelope = EnvelopeState & { id: string }
+export type LockedSigner = SignerState & { id: string }
+
+/** What a batch of events changes: each delivery's outcome, and the envelopes and signers to write. */
+export interface BatchChanges {
+  outcomes: Map<string, DeliveryOutcome>
+  envelopes: Map<string, EnvelopeChange>
+  signers: Map<string, SignerChange>
+}
+
+/** A new delivery's event, with the envelope and signer it names as they were when locked. */
+export interface StoredEvent {
+  deliveryId: string
+  eventName: string
+  occurredAt: Date
+  envelope: LockedEnvelope | undefined
+  signer: LockedSigner | undefined
+}
+
+/**
+ * The events of a batch applied one after another, in the order given, to the state their locked
+ * envelopes and signers were in: each event sees what the ones before it changed. Envelopes and
+ * signers only ever leave `pending`, so each changes at most once; a later change would be merged.
+ */
+export function foldEvents(events: StoredEvent[]): BatchChanges {
+  const changes: BatchChanges = { outcomes: new Map(), envelopes: new Map(), signers: new Map() }
+  const envelopeStates = new Map<string, EnvelopeState>()
+  const signerStates = new Map<string, SignerState>()
+  for (const event of events) {
+    const action = actionFor(event.eventName)
+    if (!action || !event.envelope) {
+      changes.outcomes.set(event.deliveryId, action ? 'unmatched' : 'ignored')
+      continue
+    }
+    const { id: envelopeId } = event.envelope
+    const envelope = envelopeStates.get(envelopeId) ?? event.envelope
+    const signer = event.signer && (signerStates.get(event.signer.id) ?? event.signer)
+    const change = transition(envelope, signer, action, event.occurredAt)
+    if (change.envelope) {
+      envelopeStates.set(envelopeId, { ...envelope, ...change.envelope })
+      changes.envelopes.set(envelopeId, { ...changes.envelopes.get(envelopeId), ...change.envelope })
+    }
+    if (change.signer && signer && event.signer) {
+      signerStates.set(event.signer.id, { ...signer, ...change.signer })
+      changes.signers.set(event.signer.id, { ...changes.signers.get(event.signer.id), ...change.signer })
+    }
+    changes.outcomes.set(event.deliveryId, isNoChange(change) ? 'ignored' : 'applied')
+  }
+  return changes
+}

@@ -2,13 +2,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { esignWebhookRouteSchema } from '../../schemas/webhooks.js'
 import type { Config } from '../config.js'
-import { isDatabaseUnavailable } from '../db/errors.js'
-import { Coalescer } from '../lib/coalescer.js'
 import { problem } from '../lib/problem.js'
 import { wellFormedJsonParser } from '../lib/well-formed-json.js'
 import { audit } from '../observability/audit.js'
 import { hasValidContentHmac, matchesAnySecret } from './authenticity.js'
-import { receiveEsignDeliveries, type DeliveryReceipt, type IncomingDelivery } from './esign-delivery.js'
+import { esignDeliveryReceiver } from './esign-delivery.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -26,13 +24,6 @@ type JsonParser = (request: FastifyRequest, body: string, done: (error: Error | 
 const WEBHOOK_BODY_LIMIT = 1024 * 1024
 
 /**
- * Deliveries that arrive while earlier ones are being written go in together, in one transaction
- * (bench/RESULTS.md: the transaction's round trips and commit were most of a delivery's cost).
- * Two batches in flight keep the event loop and the database busy at once.
- */
-const DELIVERY_BATCHING = { maxBatch: 16, maxInFlight: 2 }
-
-/**
  * Inbound provider notifications (route 12). The scope keeps JSON bodies raw, because the HMAC and
  * the dedupe key are over the exact bytes; the JSON is parsed only once the HMAC has passed.
  * Every other media type is 415.
@@ -46,11 +37,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookPluginOptions> = async (ap
       defaultJsonParser(request, raw.toString('utf8'), (error, body) => (error ? reject(error) : resolve(body)))
     })
 
-  const deliveries = new Coalescer<IncomingDelivery, DeliveryReceipt>((batch) => receiveEsignDeliveries(app.db, batch), {
-    ...DELIVERY_BATCHING,
-    // A batch fails as a whole: retried one by one, a delivery the database rejects (bad text) fails alone.
-    retryAlone: (error) => !isDatabaseUnavailable(error),
-  })
+  const deliveries = esignDeliveryReceiver(app.db)
 
   app.decorateRequest('rawBody', null)
   app.removeAllContentTypeParsers()

@@ -1,9 +1,7 @@
 import { sql } from 'kysely'
 import { Precompiled, rawStatement } from '../db/precompiled.js'
-import type { Db, EnvelopeStatus, SignerStatus, WebhookDeliveriesTable } from '../db/types.js'
-import type { EnvelopeChange, EnvelopeState, SignerChange, SignerState } from './esign-events.js'
-
-export type DeliveryOutcome = NonNullable<WebhookDeliveriesTable['outcome']>
+import type { Db, EnvelopeStatus, SignerStatus } from '../db/types.js'
+import type { BatchChanges, DeliveryOutcome, LockedEnvelope, LockedSigner } from './esign-events.js'
 
 export interface NewDelivery {
   dedupeKey: string
@@ -14,9 +12,6 @@ export interface NewDelivery {
   /** The e-mail of the signer the event is about, for the events that concern one. */
   signerEmail: string | undefined
 }
-
-export type LockedEnvelope = EnvelopeState & { id: string }
-export type LockedSigner = SignerState & { id: string }
 
 export interface StoredDelivery {
   id: string
@@ -123,12 +118,6 @@ export async function storeDeliveriesAndLock(db: Db, provider: string, deliverie
         ? { id: row.signer_id, status: row.signer_status, last_event_at: row.signer_last_event_at }
         : undefined,
   }))
-}
-
-export interface BatchChanges {
-  outcomes: Map<string, DeliveryOutcome>
-  envelopes: Map<string, EnvelopeChange>
-  signers: Map<string, SignerChange>
 }
 
 interface ApplyParameters {

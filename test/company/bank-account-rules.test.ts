@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { removalBlocker, successorDefault, type ActiveBankAccount } from '../../src/company/bank-account-rules.js'
+import { removalBlocker, successorDefault, type ActiveBankAccount } from '../../src/company/bank-accounts/rules.js'
 
 const account = (id: string, createdAt: string, isDefault = false): ActiveBankAccount => ({
   id,

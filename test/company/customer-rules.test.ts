@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { normalisePhone, taxIdProblem, validateCustomer } from '../../src/company/customer-rules.js'
+import { normalisePhone, taxIdProblem, validateCustomer } from '../../src/company/customers/rules.js'
 
 describe('validateCustomer', () => {
   it('normalises and classifies the tax id, and stores absent contacts as null', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { KYC_TYPES } from '../../src/company/kyc-rules.js'
+import { KYC_TYPES } from '../../src/company/kyc/rules.js'
 import {
   documentStatus,
   inChecklistOrder,
@@ -7,7 +7,7 @@ import {
   typesNotApproved,
   utcToday,
   type LatestKycDocument,
-} from '../../src/company/kyc-status.js'
+} from '../../src/company/kyc/status.js'
 import type { KycType } from '../../src/db/types.js'
 
 const TODAY = '2026-05-10'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { AWAY_WITHIN_MS, ONLINE_WITHIN_MS, presenceStatus } from '../../src/company/presence-status.js'
+import { AWAY_WITHIN_MS, ONLINE_WITHIN_MS, presenceStatus } from '../../src/company/chat/presence-status.js'
 
 const now = new Date('2026-05-10T12:00:00.000Z')
 const ago = (ms: number) => new Date(now.getTime() - ms)

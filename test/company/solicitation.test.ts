@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest'
-import { insertOpenSolicitation } from '../../src/company/kyc-repository.js'
-import { utcToday } from '../../src/company/kyc-status.js'
+import { insertOpenSolicitation } from '../../src/company/kyc/repository.js'
+import { utcToday } from '../../src/company/kyc/status.js'
 import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
 

@@ -22,7 +22,7 @@ export async function openPostgres(url: string, schema: string, poolSize = 10): 
   await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
   await sql`CREATE SCHEMA ${sql.id(schema)}`.execute(admin.db)
   await admin.db.destroy()
-  return createPostgresDatabase({ connectionString: url, poolSize, schema })
+  return createPostgresDatabase({ connectionString: url, poolSize, schema, preparedStatements: true })
 }
 
 /**

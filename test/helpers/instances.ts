@@ -18,7 +18,7 @@ export interface Instance {
 export async function startInstance(env: Record<string, string> = {}, withCounters = true): Promise<Instance> {
   const serverUrl = process.env.TEST_DATABASE_URL
   const handle: DatabaseHandle = serverUrl
-    ? createPostgresDatabase({ connectionString: serverUrl, poolSize: 5, schema: workerSchema() })
+    ? createPostgresDatabase({ connectionString: serverUrl, poolSize: 5, schema: workerSchema(), preparedStatements: true })
     : await testDatabase()
   const app = await buildApp(testConfig(env), {
     database: handle,

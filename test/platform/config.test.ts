@@ -96,4 +96,20 @@ describe('database settings', () => {
     expect(loadConfig({ DATABASE_PREPARED_STATEMENTS: 'false' }).databasePreparedStatements).toBe(false)
     expect(() => loadConfig({ DATABASE_PREPARED_STATEMENTS: 'no' })).toThrowError('DATABASE_PREPARED_STATEMENTS')
   })
+
+  it('bounds every wait on the database, a request and the shutdown, with defaults', () => {
+    expect(parseDuration('500ms')).toBe(0.5)
+    expect(loadConfig({})).toMatchObject({
+      databaseConnectTimeoutMs: 2_000,
+      databaseStatementTimeoutMs: 5_000,
+      handlerTimeoutMs: 10_000,
+      drain: { delayMs: 5_000, shutdownTimeoutMs: 25_000 },
+    })
+    expect(loadConfig({ DATABASE_STATEMENT_TIMEOUT: '800ms', DRAIN_DELAY: '0', SHUTDOWN_TIMEOUT: '10s' })).toMatchObject({
+      databaseStatementTimeoutMs: 800,
+      drain: { delayMs: 0, shutdownTimeoutMs: 10_000 },
+    })
+    expect(() => loadConfig({ DATABASE_STATEMENT_TIMEOUT: '0' })).toThrowError('DATABASE_STATEMENT_TIMEOUT')
+    expect(() => loadConfig({ DRAIN_DELAY: '20s', SHUTDOWN_TIMEOUT: '20s' })).toThrowError('SHUTDOWN_TIMEOUT')
+  })
 })

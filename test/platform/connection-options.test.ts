@@ -19,7 +19,7 @@ interface Settings {
 async function settingsOfAConnection(urlOptions?: string): Promise<Settings> {
   const url = new URL(serverUrl!)
   if (urlOptions) url.searchParams.set('options', urlOptions)
-  const handle = createPostgresDatabase({ connectionString: url.toString(), poolSize: 1 })
+  const handle = createPostgresDatabase({ connectionString: url.toString(), poolSize: 1, preparedStatements: true })
   try {
     const { rows } = await sql<Settings>`
       SELECT current_setting('synchronous_commit') AS commit, current_setting('plan_cache_mode') AS plans,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { foldEvents, type StoredEvent } from '../../src/webhooks/esign-delivery.js'
+import { foldEvents, type StoredEvent } from '../../src/webhooks/esign-events.js'
 
 const T1 = new Date('2026-05-01T10:00:00.000Z')
 const T2 = new Date('2026-05-01T11:00:00.000Z')

@@ -1,0 +1,82 @@
+/* global module */
+/**
+ * The import rules of the house (issue 16), checked by `npm run lint:deps`, part of `npm run lint`.
+ * Layers, lowest first: src/vocabulary.ts; schemas/ and db/ (migrations, seed); src/lib/, src/db/;
+ * src/tenancy/; the domains (src/auth, src/company/<subdomain>, src/marketplace, src/registration,
+ * src/webhooks); src/plugins/ (infrastructure); src/app.ts, src/server.ts, src/cli/. Imports point down.
+ * Cycles between folders are checked by scripts/folder-cycles.mjs on the same cruise.
+ */
+const DOMAINS = '(auth|company|marketplace|registration|webhooks)'
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'schemas-import-only-the-vocabulary',
+      comment: 'schemas/ describe the wire format; from the service they may use only the vocabulary (and the demo ids for examples).',
+      severity: 'error',
+      from: { path: '^schemas/' },
+      to: { path: '^(src|db)/', pathNot: ['^src/vocabulary\\.ts$', '^db/seed/ids\\.ts$'] },
+    },
+    {
+      name: 'db-imports-only-the-vocabulary',
+      comment: 'Migrations and seeds stand alone: the vocabulary, and the table shapes of src/db/types.ts as types only.',
+      severity: 'error',
+      from: { path: '^db/' },
+      to: { path: '^src/', pathNot: ['^src/vocabulary\\.ts$', '^src/db/types\\.ts$'] },
+    },
+    {
+      name: 'db-table-types-as-types-only',
+      severity: 'error',
+      from: { path: '^(db|schemas)/' },
+      to: { path: '^src/db/types\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'demo-seed-only-from-the-starts',
+      comment: 'Demo data is reached by the embedded start (src/server.ts) and the command line, never by a generic path.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/server\\.ts$', '^src/cli/'] },
+      to: { path: '^db/seed/demo\\.ts$' },
+    },
+    {
+      name: 'lower-layers-do-not-import-up',
+      comment: 'The vocabulary, lib, db and tenancy know nothing of the domains, the plugins or the app.',
+      severity: 'error',
+      from: { path: '^src/(vocabulary\\.ts|lib/|db/|tenancy/)' },
+      to: { path: [`^src/${DOMAINS}/`, '^src/(plugins|cli)/', '^src/(app|server)\\.ts$'] },
+    },
+    {
+      name: 'domains-do-not-import-plugins',
+      comment: 'src/plugins/ is infrastructure registered by the app; a domain gets what it needs by decoration.',
+      severity: 'error',
+      from: { path: `^src/${DOMAINS}/` },
+      to: { path: '^src/plugins/' },
+    },
+    {
+      name: 'domains-do-not-import-each-other',
+      comment:
+        "Shared things go down a layer (tenancy, lib, db). One exception: auth's credential services " +
+        '(passwords, sessions, tokens), with which registration confirms an account and opens its session.',
+      severity: 'error',
+      from: { path: `^src/${DOMAINS}/` },
+      to: { path: `^src/${DOMAINS}/`, pathNot: ['^src/$1/', '^src/auth/(passwords|sessions|tokens)\\.ts$'] },
+    },
+    {
+      name: 'company-subdomains-do-not-import-each-other',
+      severity: 'error',
+      from: { path: '^src/company/([^/]+)/' },
+      to: { path: '^src/company/', pathNot: '^src/company/$1/' },
+    },
+    {
+      name: 'no-module-cycles',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(node_modules|dist)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+  },
+}

@@ -1,0 +1,100 @@
+import fastifyJwt from '@fastify/jwt'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { tokenNotValid } from './sessions.js'
+import { TokenSigner, type TokenClaims } from './tokens.js'
+import type { Config } from '../config.js'
+import { problem } from '../lib/problem.js'
+import { jwkThumbprint } from './jwks.js'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Reachable without a bearer token (routes 1, 2, 3, 10, 12, health, docs, JWKS). */
+    public?: boolean
+  }
+  interface FastifyRequest {
+    /** The verified claims of the bearer token, on every non-public route. */
+    tokenClaims: TokenClaims
+  }
+  interface FastifyInstance {
+    tokens: TokenSigner
+  }
+}
+
+declare module '@fastify/jwt' {
+  interface JWT {
+    /** The same keys and checks without the verification cache: for refresh tokens (below). */
+    refresh: JWT
+  }
+}
+
+const notAuthenticated = () =>
+  problem(401, 'not_authenticated', 'Authentication credentials were not provided.')
+
+/**
+ * Verified tokens whose signature and claims check fast-jwt remembers (LRU, keyed by a SHA-256 of
+ * the token, each entry until the token's `exp`; a failure is never reused). A client sends the same
+ * access token with every request for its lifetime: a hit costs a hash instead of a decode and an
+ * HMAC. This remembers only what the token itself says. Whether its user is still active, its family
+ * unrevoked and its membership current is read from the database on every request (§2), so a
+ * disabled user or a removed membership still loses access at once.
+ */
+const VERIFIED_TOKEN_CACHE_SIZE = 1000
+
+function jwtPluginOptions(config: Config['jwt']) {
+  const kid = config.algorithm === 'HS256' ? undefined : jwkThumbprint(config.publicKeyObject.export({ format: 'jwk' }))
+  const common = {
+    sign: { algorithm: config.algorithm, ...(kid ? { kid } : {}) },
+    verify: {
+      algorithms: [config.algorithm],
+      // fast-jwt checks iss/aud only when present: configured means required.
+      requiredClaims: [
+        'exp', 'iat', 'jti', 'token_type', 'user_id',
+        ...(config.issuer ? ['iss'] : []),
+        ...(config.audience ? ['aud'] : []),
+      ],
+      ...(config.issuer ? { allowedIss: config.issuer } : {}),
+      ...(config.audience ? { allowedAud: config.audience } : {}),
+      cache: VERIFIED_TOKEN_CACHE_SIZE,
+    },
+  }
+  const secret =
+    config.algorithm === 'HS256' ? config.secret : { private: config.privateKey, public: config.publicKey }
+  return { ...common, secret }
+}
+
+function bearerToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization
+  if (!header) return undefined
+  const [scheme, token, ...rest] = header.trim().split(/\s+/)
+  if (scheme?.toLowerCase() !== 'bearer') return undefined
+  if (!token || rest.length > 0) throw tokenNotValid()
+  return token
+}
+
+/**
+ * Registers the JWT keys and the `onRequest` hook that verifies the bearer token of every route
+ * whose config does not mark it public (401). Whether its user is still active, and their
+ * membership, is the tenancy pipeline's to read and decide, after validation (src/tenancy/plugin.ts).
+ */
+export default fp(
+  async function authenticationPlugin(app: FastifyInstance, options: { config: Config }) {
+    const jwtOptions = jwtPluginOptions(options.config.jwt)
+    await app.register(fastifyJwt, jwtOptions)
+    // A refresh token is verified once in its life (it is spent then): remembering it would only
+    // push the access tokens, which come back with every request, out of the cache.
+    await app.register(fastifyJwt, { ...jwtOptions, verify: { ...jwtOptions.verify, cache: false }, namespace: 'refresh' })
+    app.decorate('tokens', new TokenSigner(app.jwt, options.config, app.jwt.refresh))
+    app.decorateRequest('tokenClaims', null as unknown as TokenClaims)
+
+    app.addHook('onRequest', async (request) => {
+      if (request.is404 || request.routeOptions.config.public) return
+      const token = bearerToken(request)
+      if (token === undefined) throw notAuthenticated()
+      const claims = app.tokens.verify(token, 'access')
+      if (!claims) throw tokenNotValid()
+      request.tokenClaims = claims
+    })
+  },
+  { name: 'authentication', dependencies: ['database'] },
+)

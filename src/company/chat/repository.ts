@@ -1,0 +1,32 @@
+import { sql, type Kysely } from 'kysely'
+import type { Database } from '../../db/types.js'
+import { ScopedStatement } from '../../tenancy/scoped-statement.js'
+
+export interface PartnerPresence {
+  last_seen_at: Date | null
+  /** The database's clock, the same one that wrote last_seen_at, so app-server skew cannot shift the status. */
+  now: Date
+}
+
+/**
+ * When `roleId` and `partnerRoleId` share a conversation (either as buyer or as seller), the
+ * partner's last activity; no row when they share none. One lookup on the pair's unique index.
+ */
+function partnerPresence(db: Kysely<Database>, roleId: string, partnerRoleId: string) {
+  return db
+    .selectFrom('chat_conversations')
+    .leftJoin('company_role_presence', (join) => join.on('company_role_presence.company_role_id', '=', partnerRoleId))
+    .select(['chat_conversations.id as conversation_id', 'company_role_presence.last_seen_at', sql<Date>`now()`.as('now')])
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('buyer_company_role_id', '=', roleId), eb('seller_company_role_id', '=', partnerRoleId)]),
+        eb.and([eb('buyer_company_role_id', '=', partnerRoleId), eb('seller_company_role_id', '=', roleId)]),
+      ]),
+    )
+    .limit(1)
+}
+
+/** Route 6 in one statement: the principal, their membership, and (for a member) the partner's presence. */
+export const scopedPartnerPresence = new ScopedStatement((db, p: { partnerRoleId: string }, scope) =>
+  partnerPresence(db, scope.companyRoleId, p.partnerRoleId),
+)

@@ -1,0 +1,76 @@
+import { sql } from 'kysely'
+import type { Db } from '../db/types.js'
+
+export interface RetentionOptions {
+  /** Seconds a token family is kept after it ended (expired or revoked). */
+  tokenFamilyRetention: number
+  /** Seconds a webhook delivery is kept after it was received. */
+  webhookDeliveryRetention: number
+  /**
+   * Seconds during which the provider may deliver the same event again: deliveries that young are
+   * never deleted, whatever the retention, since their rows are what recognises a repeat (route 12).
+   */
+  webhookRetryWindow: number
+  /** Rows per DELETE: each batch is a short transaction, so that the tables stay writable throughout. */
+  batchSize: number
+}
+
+export interface RetentionReport {
+  tokenFamilies: number
+  webhookDeliveries: number
+}
+
+type Progress = (line: string) => void
+
+/**
+ * Deletes `batchSize` rows at a time, each batch its own statement (autocommit), until a batch
+ * comes back short; `progress` hears after every batch.
+ */
+async function deleteInBatches(label: string, progress: Progress, deleteBatch: () => Promise<number>, batchSize: number): Promise<number> {
+  let total = 0
+  for (;;) {
+    const deleted = await deleteBatch()
+    total += deleted
+    if (deleted > 0) progress(`${label}: ${total} deleted`)
+    if (deleted < batchSize) return total
+  }
+}
+
+/**
+ * Deletes token families that ended (expired or revoked) more than `tokenFamilyRetention` ago, and
+ * webhook deliveries received more than `webhookDeliveryRetention` ago, never one younger than the
+ * provider's retry window. The cut-offs are taken once, at the start.
+ */
+export async function runRetention(db: Db, options: RetentionOptions, progress: Progress = () => undefined): Promise<RetentionReport> {
+  const now = Date.now()
+  const familyCut = new Date(now - options.tokenFamilyRetention * 1000)
+  const deliveryCut = new Date(now - Math.max(options.webhookDeliveryRetention, options.webhookRetryWindow) * 1000)
+  const limit = options.batchSize
+  progress(`token families ended before ${familyCut.toISOString()}, webhook deliveries received before ${deliveryCut.toISOString()}`)
+
+  // Each batch finds its rows through token_families_ended_idx / webhook_deliveries_received_idx (0007).
+  const tokenFamilies = await deleteInBatches(
+    'token families',
+    progress,
+    async () => {
+      const result = await sql`
+        DELETE FROM token_families
+         WHERE id IN (SELECT id FROM token_families WHERE least(absolute_expires_at, revoked_at) < ${familyCut} LIMIT ${limit})`.execute(db)
+      return Number(result.numAffectedRows ?? 0)
+    },
+    limit,
+  )
+  const webhookDeliveries = await deleteInBatches(
+    'webhook deliveries',
+    progress,
+    async () => {
+      const result = await sql`
+        DELETE FROM webhook_deliveries
+         WHERE id IN (SELECT id FROM webhook_deliveries WHERE received_at < ${deliveryCut} LIMIT ${limit})`.execute(db)
+      return Number(result.numAffectedRows ?? 0)
+    },
+    limit,
+  )
+  progress(`done: ${tokenFamilies} token families, ${webhookDeliveries} webhook deliveries deleted`)
+  return { tokenFamilies, webhookDeliveries }
+}

@@ -1,0 +1,209 @@
+import { spawn } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import pg from 'pg'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { DEMO_PASSWORD } from '../../db/seed/demo.js'
+import { startServerProcess } from '../helpers/server-process.js'
+
+/**
+ * The operators' commands (src/cli/) as real processes, as `npm run migrate|seed|confirmation-link`
+ * runs them (issue 18, item 4): they read only the settings they use, and every failure is one line
+ * that names the cause and the fix, never a stack trace.
+ */
+
+interface Run {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+function runCommand(command: 'migrate' | 'seed' | 'confirmation-link' | 'retention', args: string[], env: Record<string, string>): Promise<Run> {
+  const child = spawn(process.execPath, ['--import', 'tsx', `src/cli/${command}.ts`, ...args], {
+    // Nothing inherited but PATH: no DATABASE_URL, secrets or NODE_ENV from the test run.
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk: Buffer) => (stdout += String(chunk)))
+  child.stderr.on('data', (chunk: Buffer) => (stderr += String(chunk)))
+  const killer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+  return new Promise((resolve) =>
+    child.on('exit', (code) => {
+      clearTimeout(killer)
+      resolve({ code, stdout, stderr })
+    }),
+  )
+}
+
+/** One line on stderr, and no stack trace. */
+function expectOneLine(run: Run): string {
+  const lines = run.stderr.split('\n').filter(Boolean)
+  expect(lines, run.stderr).toHaveLength(1)
+  expect(run.stderr).not.toMatch(/^\s+at /m)
+  return lines[0] ?? ''
+}
+
+/** A local port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  if (!address || typeof address !== 'object') throw new Error('no port')
+  return address.port
+}
+
+// Each command is a process of its own (~1-3 s, more on a new embedded database): generous bounds.
+const SLOW = 180_000
+
+describe('the commands on the embedded database', { timeout: SLOW }, () => {
+  let dataDir: string | undefined
+  afterEach(async () => {
+    if (dataDir) await rm(dataDir, { recursive: true, force: true })
+    dataDir = undefined
+  })
+
+  it('migrate and seed need no secret in production, and ignore settings they do not use', async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'receivables-cli-'))
+    // Production without any secret, and a service setting that would stop the service's start.
+    const env = { NODE_ENV: 'production', PGLITE_DIR: path.join(dataDir, 'pglite'), JWT_SIGNING_KEY: 'too short', PORT: 'x' }
+    const migrate = await runCommand('migrate', [], env)
+    expect(migrate.stderr).toBe('')
+    expect(migrate.code).toBe(0)
+    expect(migrate.stdout).toMatch(/^applied: 0001_identity, /)
+    const again = await runCommand('migrate', [], env)
+    expect(again.stdout).toBe('database is up to date\n')
+    const seed = await runCommand('seed', [], env)
+    expect(seed.code).toBe(0)
+    expect(seed.stdout).toBe('demo data loaded\n')
+
+    // confirmation-link needs the old platform's secret, and only that one.
+    const refused = await runCommand('confirmation-link', ['maria@legacy.example'], env)
+    expect(refused.code).toBe(1)
+    const line = expectOneLine(refused)
+    expect(line).toMatch(/^confirmation-link: configuration error: LEGACY_SECRET_KEY: required in production/)
+    expect(line).not.toMatch(/JWT|ESIGN/)
+    const link = await runCommand('confirmation-link', ['maria@legacy.example'], { ...env, LEGACY_SECRET_KEY: 'the-old-secret' })
+    expect(link.code).toBe(0)
+    expect(link.stdout).toMatch(/^\/api\/registration\/v1\/confirm-migration-account\/[\w-]+\/[\w-]+\n$/)
+    const confirmed = await runCommand('confirmation-link', ['lucas@legacy.example'], { ...env, LEGACY_SECRET_KEY: 'the-old-secret' })
+    expect(confirmed.code).toBe(1)
+    expect(expectOneLine(confirmed)).toBe('confirmation-link: lucas@legacy.example: this migrated account is already confirmed; the user logs in with their password')
+  })
+
+  it('names a data folder it cannot make, and the fix', async () => {
+    const run = await runCommand('migrate', [], { PGLITE_DIR: '/dev/null/pglite' })
+    expect(run.code).toBe(1)
+    expect(expectOneLine(run)).toBe(
+      "migrate: cannot make or write the embedded database's folder /dev/null/pglite (ENOTDIR): " +
+        'set PGLITE_DIR to a folder this user can write, or DATABASE_URL to a PostgreSQL server',
+    )
+  })
+})
+
+describe('the commands and a PostgreSQL server they cannot use', { timeout: SLOW }, () => {
+  it('a port where no server listens: one line naming the host and port, and the fix', async () => {
+    const port = await closedPort()
+    for (const command of ['migrate', 'seed', 'retention'] as const) {
+      const run = await runCommand(command, [], { DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/receivables` })
+      expect(run.code).toBe(1)
+      expect(expectOneLine(run)).toBe(
+        `${command}: cannot connect to PostgreSQL at 127.0.0.1:${port} (connection refused): start the server, or fix the host and port in DATABASE_URL`,
+      )
+    }
+  })
+
+  it('a host that does not exist', async () => {
+    const run = await runCommand('migrate', [], { DATABASE_URL: 'postgres://postgres@no-such-host.invalid:5432/receivables' })
+    expect(run.code).toBe(1)
+    expect(expectOneLine(run)).toMatch(/^migrate: (host "no-such-host\.invalid" not found: fix the host in DATABASE_URL|cannot reach|no answer from)/)
+  })
+
+  it('a DATABASE_URL that is not one, and an unknown argument', async () => {
+    const bad = await runCommand('migrate', [], { DATABASE_URL: 'mysql://localhost/receivables' })
+    expect(bad.code).toBe(1)
+    expect(expectOneLine(bad)).toMatch(/^migrate: configuration error: invalid environment: DATABASE_URL: /)
+    const usage = await runCommand('migrate', ['--create-databse'], {})
+    expect(usage.code).toBe(2)
+    expect(expectOneLine(usage)).toBe('unknown argument --create-databse; usage: npm run migrate [-- --create-database]')
+  })
+})
+
+const serverUrl = process.env.TEST_DATABASE_URL
+
+describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout: SLOW }, () => {
+  const base = new URL(serverUrl ?? 'postgres://localhost/x')
+  const database = `${base.pathname.slice(1)}_cli_${process.pid}`
+  const url = new URL(base)
+  url.pathname = `/${database}`
+  url.search = ''
+  const databaseUrl = url.toString()
+
+  const dropDatabase = async () => {
+    const admin = new pg.Client({ connectionString: base.toString() })
+    await admin.connect()
+    try {
+      await admin.query(`DROP DATABASE IF EXISTS ${admin.escapeIdentifier(database)} WITH (FORCE)`)
+    } finally {
+      await admin.end()
+    }
+  }
+  afterAll(dropDatabase)
+
+  it('a database that does not exist: one line naming createdb and --create-database', async () => {
+    await dropDatabase()
+    const createdb = `\`createdb -h ${url.hostname} -p ${url.port || '5432'} -U ${decodeURIComponent(url.username) || 'postgres'} ${database}\``
+    // Run by npm (npm run migrate|seed), and directly as in the image.
+    for (const [command, npm] of [['migrate', true], ['seed', true], ['migrate', false]] as const) {
+      const run = await runCommand(command, [], { DATABASE_URL: databaseUrl, ...(npm ? { npm_lifecycle_event: command } : {}) })
+      expect(run.code).toBe(1)
+      expect(expectOneLine(run)).toBe(
+        `${command}: database "${database}" does not exist: create it with ${createdb}, ` +
+          `or run \`${npm ? 'npm run migrate -- --create-database' : 'node dist/migrate.js --create-database'}\``,
+      )
+    }
+  })
+
+  it("the README's steps: migrate --create-database, seed, start, in production without the service's secrets", async () => {
+    await dropDatabase()
+    const env = { NODE_ENV: 'production', DATABASE_URL: databaseUrl }
+    const created = await runCommand('migrate', ['--create-database'], env)
+    expect(created.stderr).toBe('')
+    expect(created.code).toBe(0)
+    expect(created.stdout).toMatch(new RegExp(`^created database "${database}"\napplied: 0001_identity, `))
+    // Again: the database is there, nothing to do.
+    const again = await runCommand('migrate', ['--create-database'], env)
+    expect(again.stdout).toBe('database is up to date\n')
+    const seed = await runCommand('seed', [], env)
+    expect(seed.code).toBe(0)
+    expect(seed.stdout).toBe('demo data loaded\n')
+    const seedAgain = await runCommand('seed', [], env)
+    expect(seedAgain.stdout).toBe('demo data already present; nothing to do\n')
+    const link = await runCommand('confirmation-link', ['maria@legacy.example'], { ...env, LEGACY_SECRET_KEY: 'the-old-secret' })
+    expect(link.code).toBe(0)
+    expect(link.stdout).toMatch(/^\/api\/registration\/v1\/confirm-migration-account\//)
+
+    // The service on it, with its secrets: a demo user logs in.
+    const server = await startServerProcess({
+      ...env,
+      JWT_SIGNING_KEY: 'a-production-signing-key-of-at-least-32-characters',
+      LEGACY_SECRET_KEY: 'the-old-secret',
+      ESIGN_WEBHOOK_SECRETS: 'a-webhook-secret',
+    })
+    try {
+      expect((await fetch(`${server.baseUrl}/health/ready`)).status).toBe(200)
+      const login = await fetch(`${server.baseUrl}/api/auth/v1/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'alice@acme.example', password: DEMO_PASSWORD }),
+      })
+      expect(login.status).toBe(200)
+    } finally {
+      await server.cleanup()
+    }
+  })
+})

@@ -1,0 +1,100 @@
+import type { FastifyInstance } from 'fastify'
+import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { buildApp } from '../../src/app.js'
+import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
+import { createPostgresDatabase, type DatabaseHandle } from '../../src/db/database.js'
+import { databaseUrl } from '../helpers/database-url.js'
+import { resetDatabase, testDatabase, workerSchema } from '../helpers/database.js'
+import { recordConformance } from '../helpers/openapi-conformance.js'
+import { CuttableProxy } from '../helpers/tcp-proxy.js'
+import { bearer, DEMO_PASSWORD, obtainTokens, testConfig } from '../helpers/app.js'
+
+const serverUrl = process.env.TEST_DATABASE_URL
+
+interface Stack {
+  proxy: CuttableProxy
+  handle: DatabaseHandle
+  app: FastifyInstance
+}
+
+// A database that hangs (a stalled network, a paused pooler) rather than refusing: nothing errors
+// by itself, only the service's own timers can end the wait. The embedded database cannot stall.
+describe.skipIf(!serverUrl)('when the database stalls under traffic', () => {
+  let stack: Stack | undefined
+
+  beforeAll(async () => {
+    await testDatabase()
+    await resetDatabase()
+  })
+
+  afterEach(async () => {
+    stack?.proxy.resume()
+    await stack?.app.close()
+    await stack?.handle.db.destroy()
+    await stack?.proxy.cut()
+    stack = undefined
+  })
+
+  async function start(options: { statementTimeoutMs: number; env?: Record<string, string> }): Promise<Stack> {
+    const target = new URL(serverUrl ?? '')
+    const proxy = new CuttableProxy(target.hostname, Number(target.port || 5432))
+    await proxy.start()
+    const handle = createPostgresDatabase({
+      connectionString: databaseUrl(serverUrl ?? '', { port: proxy.port }),
+      poolSize: 4,
+      schema: workerSchema(),
+      preparedStatements: true,
+      connectTimeoutMs: 1_000,
+      statementTimeoutMs: options.statementTimeoutMs,
+    })
+    const app = await buildApp(testConfig(options.env), { database: handle, counterStore: new MemoryCounterStore() })
+    recordConformance(app)
+    stack = { proxy, handle, app }
+    return stack
+  }
+
+  it('answers 503 with Retry-After within seconds, keeps liveness, and recovers when the database answers again', async () => {
+    const { app, proxy } = await start({ statementTimeoutMs: 1_500 })
+    const { access } = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
+    const read = () => app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: bearer(access) })
+    expect((await read()).statusCode).toBe(200)
+
+    proxy.stall()
+    let started = Date.now()
+    const ready = await app.inject({ method: 'GET', url: '/health/ready' })
+    expect(ready.statusCode).toBe(503)
+    expect(Date.now() - started).toBeLessThan(1_500) // the probe's own bound is 1 s
+    expect(ready.headers['retry-after']).toBe('5')
+
+    // More requests than connections: some wait for one (acquisition bound), some hang on one (statement bound).
+    started = Date.now()
+    const down = await Promise.all(Array.from({ length: 10 }, () => read()))
+    expect(Date.now() - started).toBeLessThan(5_000)
+    for (const response of down) {
+      expect(response.statusCode).toBe(503)
+      expect(response.headers['retry-after']).toBe('5')
+      expect(response.headers['content-type']).toContain('application/problem+json')
+      expect(response.json().code).toBe('service_unavailable')
+    }
+    expect((await app.inject({ method: 'GET', url: '/health/live' })).statusCode).toBe(200)
+
+    proxy.resume()
+    // Connections that timed out were destroyed; new ones serve at once.
+    expect((await read()).statusCode).toBe(200)
+    expect((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode).toBe(200)
+    const login = await app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'bob@beta.example', password: DEMO_PASSWORD } })
+    expect(login.statusCode).toBe(200)
+  })
+
+  it('bounds a whole request by HANDLER_TIMEOUT, whatever the statements’ bound', async () => {
+    const { app, proxy } = await start({ statementTimeoutMs: 30_000, env: { HANDLER_TIMEOUT: '1s' } })
+    const { access } = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
+    proxy.stall()
+    const started = Date.now()
+    const response = await app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: bearer(access) })
+    expect(Date.now() - started).toBeLessThan(2_500)
+    expect(response.statusCode).toBe(503)
+    expect(response.headers['retry-after']).toBe('5')
+    expect(response.json()).toMatchObject({ code: 'service_unavailable', status: 503 })
+  })
+})

@@ -1,0 +1,31 @@
+import { connect, createServer } from 'node:net'
+
+export async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  if (!address || typeof address !== 'object') throw new Error('no port')
+  return address.port
+}
+
+/** Waits until something accepts connections on the port, or fails when `exited` settles first. */
+export async function waitForPort(port: number, exited: Promise<unknown>, output: () => string, timeoutMs = 15_000): Promise<void> {
+  let gone = false
+  void exited.then(() => (gone = true))
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (gone) throw new Error(`exited before listening on ${port}:\n${output()}`)
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1')
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.once('error', () => resolve(false))
+    })
+    if (open) return
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error(`nothing listens on ${port} after ${timeoutMs} ms:\n${output()}`)
+}
