@@ -1,4 +1,16 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import eventLoopLag from 'prom-client/lib/metrics/eventLoopLag.js'
+import heapSizeAndUsed from 'prom-client/lib/metrics/heapSizeAndUsed.js'
+import heapSpacesSizeAndUsed from 'prom-client/lib/metrics/heapSpacesSizeAndUsed.js'
+import osMemoryHeap from 'prom-client/lib/metrics/osMemoryHeap.js'
+import processCpuTotal from 'prom-client/lib/metrics/processCpuTotal.js'
+import processHandles from 'prom-client/lib/metrics/processHandles.js'
+import processMaxFileDescriptors from 'prom-client/lib/metrics/processMaxFileDescriptors.js'
+import processOpenFileDescriptors from 'prom-client/lib/metrics/processOpenFileDescriptors.js'
+import processRequests from 'prom-client/lib/metrics/processRequests.js'
+import processResources from 'prom-client/lib/metrics/processResources.js'
+import processStartTime from 'prom-client/lib/metrics/processStartTime.js'
+import version from 'prom-client/lib/metrics/version.js'
 import type { ConcurrencyObserver } from '../lib/concurrency-limit.js'
 
 /**
@@ -144,10 +156,34 @@ export class ServiceMetrics {
     return (seconds) => this.poolAcquire.observe(seconds)
   }
 
-  /** Process metrics (CPU, memory, handles, GC) and event-loop lag: only for a process that serves them. */
+  /**
+   * Process metrics (CPU, memory, heap, handles) and event-loop lag: only for a process that serves
+   * them. prom-client's own collectors, all those of its collectDefaultMetrics but the GC one: its
+   * perf_hooks observer of every collection cost route 9 several percent of its CPU in
+   * bench:compare (bench/RESULTS.md), as much as all the rest of the metrics.
+   */
   collectProcessMetrics(): void {
-    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 20 })
+    const config = { eventLoopMonitoringPrecision: 20 }
+    for (const collector of PROCESS_COLLECTORS) collector(this.registry, config)
   }
 }
+
+type Collector = (registry: Registry, config: { eventLoopMonitoringPrecision: number }) => void
+
+/** prom-client's default collectors (lib/defaultMetrics.js) less `gc`. */
+const PROCESS_COLLECTORS: Collector[] = [
+  processCpuTotal,
+  processStartTime,
+  osMemoryHeap,
+  processOpenFileDescriptors,
+  processMaxFileDescriptors,
+  eventLoopLag,
+  ...(typeof process.getActiveResourcesInfo === 'function' ? [processResources] : []),
+  processHandles,
+  processRequests,
+  heapSizeAndUsed,
+  heapSpacesSizeAndUsed,
+  version,
+]
 
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
