@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach } from 'vitest'
 import { databaseUrl } from './database-url.js'
+import { freePort } from './ports.js'
 import { resetDatabase, testDatabase, workerSchema } from './database.js'
 
 export interface ServerProcess {
@@ -19,14 +19,6 @@ export interface ServerProcess {
   cleanup(): Promise<void>
 }
 
-export async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  if (!address || typeof address !== 'object') throw new Error('no port')
-  return address.port
-}
 
 /** Polls /health/live (whatever the log level) until the process answers, or fails if it exits. */
 async function waitUntilLive(baseUrl: string, exited: Promise<number | null>, output: string[]): Promise<void> {

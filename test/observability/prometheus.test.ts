@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { DEMO, DEMO_PASSWORD } from '../helpers/app.js'
-import { freePort, useServerProcesses } from '../helpers/server-process.js'
+import { freePort } from '../helpers/ports.js'
+import { useServerProcesses } from '../helpers/server-process.js'
 
 /** Debian's package (`apt-get install prometheus`; .ci/run installs it). */
 const PROMETHEUS = 'prometheus'

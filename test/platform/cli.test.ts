@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { DEMO_PASSWORD } from '../../db/seed/demo.js'
+import { freePort } from '../helpers/ports.js'
 import { startServerProcess } from '../helpers/server-process.js'
 
 /**
@@ -48,14 +48,7 @@ function expectOneLine(run: Run): string {
 }
 
 /** A local port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  if (!address || typeof address !== 'object') throw new Error('no port')
-  return address.port
-}
+const closedPort = freePort
 
 // Each command is a process of its own (~1-3 s, more on a new embedded database): generous bounds.
 const SLOW = 180_000

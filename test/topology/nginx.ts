@@ -2,7 +2,7 @@ import { execFileSync, spawn } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { freePort, waitForPort } from './ports.js'
+import { freePort, waitForPort } from '../helpers/ports.js'
 
 export interface Nginx {
   port: number

@@ -3,7 +3,7 @@ import { chown, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
-import { freePort, waitForPort } from './ports.js'
+import { freePort, waitForPort } from '../helpers/ports.js'
 
 export interface PgBouncer {
   port: number

@@ -4,7 +4,7 @@ import pg from 'pg'
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
 import { nginxBinary, startNginx, type Nginx } from './nginx.js'
 import { pgbouncerBinary, startPgBouncer, type PgBouncer } from './pgbouncer.js'
-import { freePort } from './ports.js'
+import { freePort } from '../helpers/ports.js'
 
 /** Why the topology cannot run here, or undefined when it can. */
 export function topologyUnavailable(): string | undefined {
