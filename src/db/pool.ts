@@ -101,12 +101,16 @@ export class ServicePool implements PostgresPool {
     try {
       client = await pool.connect()
     } catch (error) {
+      if (!isRefusedStartupParameter(error)) throw error
       // Connections opened at once all fail on the pool with the settings: the first drops them.
-      const retry = isRefusedStartupParameter(error) && (this.pool !== pool || this.settingsSent)
-      if (!retry) throw error
+      if (this.pool === pool && !this.settingsSent) throw this.operatorOptionsRefused(error)
       // The first to fail also checks and reports, before its query runs (readiness lists it at once).
       if (this.pool === pool) await this.dropSettings()
-      client = await this.pool.connect()
+      try {
+        client = await this.pool.connect()
+      } catch (retryError) {
+        throw isRefusedStartupParameter(retryError) ? this.operatorOptionsRefused(retryError) : retryError
+      }
     }
     return this.wrap(client)
   }
@@ -152,6 +156,15 @@ export class ServicePool implements PostgresPool {
         `${missing.map(({ name }) => name).join(' and ')} not in effect. Fix: ${statements} ` +
         `(or ALTER ROLE … IN DATABASE … SET), then reconnect (PgBouncer: RECONNECT on its admin console)`,
     )
+  }
+
+  /** Options the operator gave (DATABASE_URL's `options`, PGOPTIONS) that the pooler refuses: nothing to drop, only to report. */
+  private operatorOptionsRefused(error: unknown): Error {
+    this.report(
+      `the database server (a pooler such as PgBouncer) refuses the startup options of DATABASE_URL or PGOPTIONS ` +
+        `(${this.options.operatorOptions.join(' ')}). Fix: remove them and set them with ALTER ROLE … SET name = value instead`,
+    )
+    return new DatabaseConfigurationError('startup options refused by the database server', { cause: error })
   }
 
   private report(message: string): void {

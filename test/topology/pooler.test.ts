@@ -87,4 +87,14 @@ describe.skipIf(unavailable !== undefined)('behind PgBouncer, a setting the pool
     statuses = (await Promise.all(Array.from({ length: 8 }, read))).map((response) => response.statusCode)
     expect(statuses).toEqual(Array(8).fill(200))
   })
+
+  it('names the fix when the options the operator put in DATABASE_URL are refused, and answers 503', async () => {
+    const url = new URL(bouncer.url(database))
+    url.searchParams.set('options', '-c synchronous_commit=off')
+    const service = await start({ DATABASE_URL: url.toString(), DATABASE_PREPARED_STATEMENTS: 'false' })
+    const ready = await service.inject({ method: 'GET', url: '/health/ready' })
+    expect(ready.statusCode).toBe(503)
+    expect(ready.json().detail).toContain('ALTER ROLE')
+    expect(configurationErrors().map((line) => line.msg)).toContainEqual(expect.stringContaining('-c synchronous_commit=off'))
+  })
 })
