@@ -11,14 +11,20 @@ declare module 'fastify' {
 /**
  * Chat presence (§4 route 6): every request the tenancy pipeline admitted for a company role marks
  * that role seen, whatever the route. onSend, so the write is done when the client has its answer
- * (a partner asking right after sees it).
+ * (a partner asking right after sees it); attached to the company-scoped routes only, so that the
+ * others pay no hook for it.
  */
 export default fp(
   async function presencePlugin(app: FastifyInstance) {
     app.decorate('presence', new PresenceTracker(app.db))
-    app.addHook('onSend', async (request: FastifyRequest, _reply: FastifyReply, payload: unknown) => {
+    const markSeen = async (request: FastifyRequest, _reply: FastifyReply, payload: unknown) => {
       if (request.companyRole) await app.presence.markSeen(request.companyRole.companyRoleId)
       return payload
+    }
+    app.addHook('onRoute', (route) => {
+      if (!route.config?.companyRole) return
+      const existing = route.onSend ?? []
+      route.onSend = [...(Array.isArray(existing) ? existing : [existing]), markSeen]
     })
   },
   { name: 'presence', dependencies: ['database', 'tenancy'] },
