@@ -21,12 +21,8 @@ function maintenanceUrl(databaseUrl: string): { url: string; name: string } {
   return { url: url.toString(), name }
 }
 
-/**
- * A fresh bench database on every run, so that rows written by an earlier run (token families,
- * webhook deliveries) do not make this one slower: dropped, created, migrated and seeded with the
- * service's own functions.
- */
-export async function recreateBenchDatabase(databaseUrl: string): Promise<void> {
+/** Drops the URL's database (whoever is connected) and creates it empty, through the server's `postgres` database. */
+export async function recreateEmptyDatabase(databaseUrl: string): Promise<void> {
   const { url, name } = maintenanceUrl(databaseUrl)
   const client = new pg.Client({ connectionString: url })
   await client.connect()
@@ -36,6 +32,15 @@ export async function recreateBenchDatabase(databaseUrl: string): Promise<void> 
   } finally {
     await client.end()
   }
+}
+
+/**
+ * A fresh bench database on every run, so that rows written by an earlier run (token families,
+ * webhook deliveries) do not make this one slower: dropped, created, migrated and seeded with the
+ * service's own functions.
+ */
+export async function recreateBenchDatabase(databaseUrl: string): Promise<void> {
+  await recreateEmptyDatabase(databaseUrl)
   const handle = createPostgresDatabase({ connectionString: databaseUrl, poolSize: 2 })
   try {
     await migrateToLatest(handle.db)

@@ -1,26 +1,14 @@
-import pg from 'pg'
 import { seedDemoData } from '../db/seed/demo.js'
 import { loadVolume, volumeCounts } from '../db/seed/volume.js'
 import { createPostgresDatabase, migrateToLatest } from '../src/db/database.js'
-import { databaseName } from './database.js'
+import { recreateEmptyDatabase } from './database.js'
 
 /**
  * A database with the demo data and a production-like volume on top (db/seed/volume.ts): dropped,
  * created, migrated, seeded, loaded, analysed.
  */
 export async function recreateVolumeDatabase(databaseUrl: string, factor: number, log: (line: string) => void): Promise<void> {
-  const name = databaseName(databaseUrl)
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`volume database name must be a plain identifier: ${name}`)
-  const maintenance = new URL(databaseUrl)
-  maintenance.pathname = '/postgres'
-  const client = new pg.Client({ connectionString: maintenance.toString() })
-  await client.connect()
-  try {
-    await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
-    await client.query(`CREATE DATABASE "${name}"`)
-  } finally {
-    await client.end()
-  }
+  await recreateEmptyDatabase(databaseUrl)
   const handle = createPostgresDatabase({ connectionString: databaseUrl, poolSize: 1, preparedStatements: false })
   try {
     await migrateToLatest(handle.db)
