@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify'
-import pg from 'pg'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import type { LogDestination } from '../../src/logging.js'
@@ -7,7 +6,7 @@ import { migrateToLatest, createPostgresDatabase } from '../../src/db/database.j
 import { seedDemoData } from '../../db/seed/demo.js'
 import { bearer, DEMO_PASSWORD, obtainTokens, testConfig } from '../helpers/app.js'
 import { startPgBouncer, type PgBouncer } from './pgbouncer.js'
-import { topologyUnavailable } from './topology.js'
+import { recreateDatabase, topologyUnavailable } from './topology.js'
 
 const unavailable = topologyUnavailable()
 
@@ -25,14 +24,7 @@ describe.skipIf(unavailable !== undefined)('behind PgBouncer, a setting the pool
   const logDestination: LogDestination = { write: (line: string) => void lines.push(line) }
 
   beforeAll(async () => {
-    const admin = new pg.Client({ connectionString: serverUrl.toString() })
-    await admin.connect()
-    try {
-      await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`)
-      await admin.query(`CREATE DATABASE "${database}"`)
-    } finally {
-      await admin.end()
-    }
+    await recreateDatabase(serverUrl.toString(), database)
     bouncer = await startPgBouncer(serverUrl.toString())
     // What `npm run migrate` and `npm run seed` do, through the pooler.
     const handle = createPostgresDatabase({ connectionString: bouncer.url(database), poolSize: 1 })

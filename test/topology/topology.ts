@@ -24,6 +24,19 @@ export interface Answer {
   body: string
 }
 
+/** Drops `database` on the server (whoever is connected), creates it empty, then runs `statements` on the same admin connection. */
+export async function recreateDatabase(serverUrl: string, database: string, statements: readonly string[] = []): Promise<void> {
+  const admin = new pg.Client({ connectionString: serverUrl })
+  await admin.connect()
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`)
+    await admin.query(`CREATE DATABASE "${database}"`)
+    for (const statement of statements) await admin.query(statement)
+  } finally {
+    await admin.end()
+  }
+}
+
 /**
  * One request, on a connection of its own, from `from` (a loopback address other than the
  * gateway's 127.0.0.1, so the service can tell the client from the gateway).
@@ -88,17 +101,11 @@ function run(command: string, args: string[], env: Record<string, string>): Prom
 export async function startTopology(env: Record<string, string>, deregister = true): Promise<Topology> {
   const serverUrl = new URL(process.env.TEST_DATABASE_URL ?? '')
   const database = `${decodeURIComponent(serverUrl.pathname.slice(1))}_topology`
-  const admin = new pg.Client({ connectionString: serverUrl.toString() })
-  await admin.connect()
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`)
-    await admin.query(`CREATE DATABASE "${database}"`)
+  await recreateDatabase(serverUrl.toString(), database, [
     // The documented way to give the service its settings behind PgBouncer (README, "behind PgBouncer").
-    await admin.query(`ALTER ROLE CURRENT_USER IN DATABASE "${database}" SET plan_cache_mode = force_generic_plan`)
-    await admin.query(`ALTER ROLE CURRENT_USER IN DATABASE "${database}" SET statement_timeout = '2s'`)
-  } finally {
-    await admin.end()
-  }
+    `ALTER ROLE CURRENT_USER IN DATABASE "${database}" SET plan_cache_mode = force_generic_plan`,
+    `ALTER ROLE CURRENT_USER IN DATABASE "${database}" SET statement_timeout = '2s'`,
+  ])
   const bouncer = await startPgBouncer(serverUrl.toString(), { default_pool_size: '10' })
   const cliEnv = { DATABASE_URL: bouncer.url(database), DATABASE_PREPARED_STATEMENTS: 'false' }
   await run(process.execPath, ['--import', 'tsx', 'src/cli/migrate.ts'], cliEnv)
