@@ -17,6 +17,9 @@ describe('security headers on every answer (issue 15, Info)', () => {
       expect(answer.headers['x-content-type-options']).toBe('nosniff')
       expect(answer.headers['x-frame-options']).toBe('DENY')
       expect(answer.headers['content-security-policy']).toBe("default-src 'none';frame-ancestors 'none'")
+      expect(answer.headers['referrer-policy']).toBe('no-referrer')
+      expect(answer.headers['cross-origin-resource-policy']).toBe('same-origin')
+      expect(answer.headers['strict-transport-security']).toBeUndefined()
     }
   })
 
