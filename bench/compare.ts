@@ -9,7 +9,8 @@
  *
  * A variant is `label: token…`, each token a node flag (`--max-semi-space-size=16`), an environment
  * assignment (`LOG_LEVEL=warn`) or `dir=PATH`, another checkout of this repository, built, whose
- * `dist/server.js` to run (to compare commits: `git worktree add`, `npm ci`, `npm run build`).
+ * `dist/server.js` to run (to compare commits: `git worktree add`, `npm ci`, `npm run build`), or
+ * `floor=own-sql`, the read route's own statement in a bare handler (bench/own-sql-floor.ts).
  * See bench/README.md.
  */
 import { parseArgs } from 'node:util'
@@ -18,13 +19,15 @@ import { runLoad, type LoadResult } from './load.js'
 import { installCleanup, stopAllChildren } from './processes.js'
 import { median, perRequestMicros } from './report.js'
 import { LOGINS, READS, type LoadSpec, type Scenario } from './scenarios.js'
-import { startService, type RunningServer } from './servers.js'
+import { startOwnSqlFloor, startService, type RunningServer } from './servers.js'
 
 interface Variant {
   label: string
   nodeArgs: string[]
   env: NodeJS.ProcessEnv
   root: string | undefined
+  /** `floor=own-sql`: bench/own-sql-floor.ts instead of the service (read scenarios only). */
+  ownSqlFloor: boolean
 }
 
 interface Measured {
@@ -35,7 +38,7 @@ interface Measured {
 }
 
 const HELP = `npm run bench:compare -- --variant 'label: token…' --variant … [options]
-  --variant SPEC       label, a colon, then node flags, VAR=value and dir=PATH (repeat; at least two)
+  --variant SPEC       label, a colon, then node flags, VAR=value, dir=PATH or floor=own-sql (repeat; at least two)
   --scenario ID        r4 r6 r7 r9 (reads) or r1 r2 (logins) (default r9)
   --rounds N           runs per variant, interleaved (default 8)
   --duration S         seconds per run (default 3)
@@ -49,13 +52,14 @@ function parseVariant(text: string): Variant {
   const colon = text.indexOf(':')
   const label = (colon === -1 ? text : text.slice(0, colon)).trim()
   if (!label) throw new Error(`--variant ${JSON.stringify(text)}: a label comes first`)
-  const variant: Variant = { label, nodeArgs: [], env: {}, root: undefined }
+  const variant: Variant = { label, nodeArgs: [], env: {}, root: undefined, ownSqlFloor: false }
   for (const token of colon === -1 ? [] : text.slice(colon + 1).trim().split(/\s+/).filter(Boolean)) {
     const equals = token.indexOf('=')
     if (token.startsWith('--')) variant.nodeArgs.push(token)
     else if (token.startsWith('dir=')) variant.root = token.slice('dir='.length)
+    else if (token === 'floor=own-sql') variant.ownSqlFloor = true
     else if (equals > 0) variant.env[token.slice(0, equals)] = token.slice(equals + 1)
-    else throw new Error(`--variant ${label}: ${token} is neither a --flag, VAR=value nor dir=PATH`)
+    else throw new Error(`--variant ${label}: ${token} is neither a --flag, VAR=value, dir=PATH nor floor=own-sql`)
   }
   return variant
 }
@@ -97,18 +101,29 @@ type Options = ReturnType<typeof parseOptions>
 
 async function startVariants(options: Options, scenario: Scenario): Promise<Measured[]> {
   const database = { kind: 'postgres' as const, url: options.databaseUrl }
-  const measured: Measured[] = []
+  const servers: RunningServer[] = []
   for (const variant of options.variants) {
-    const server = await startService({
-      database,
-      logLevel: 'info',
-      poolSize: 10,
-      nodeArgs: variant.nodeArgs,
-      env: variant.env,
-      ...(variant.root ? { root: variant.root } : {}),
-    })
-    const phase = await scenario.prepare({ baseUrl: server.baseUrl, databaseUrl: options.databaseUrl, requestBudget: 0 })
-    measured.push({ variant, server, spec: phase(), runs: [] })
+    servers.push(
+      variant.ownSqlFloor
+        ? await startOwnSqlFloor(options.databaseUrl, 10)
+        : await startService({
+            database,
+            logLevel: 'info',
+            poolSize: 10,
+            nodeArgs: variant.nodeArgs,
+            env: variant.env,
+            ...(variant.root ? { root: variant.root } : {}),
+          }),
+    )
+  }
+  // The floor has no login route: its requests carry tokens from a service variant (same key).
+  const serviceIndex = options.variants.findIndex((variant) => !variant.ownSqlFloor)
+  if (serviceIndex === -1) throw new Error('--variant: at least one variant must be the service')
+  const measured: Measured[] = []
+  for (const [index, variant] of options.variants.entries()) {
+    const tokenSource = variant.ownSqlFloor ? servers[serviceIndex]! : servers[index]!
+    const phase = await scenario.prepare({ baseUrl: tokenSource.baseUrl, databaseUrl: options.databaseUrl, requestBudget: 0 })
+    measured.push({ variant, server: servers[index]!, spec: phase(), runs: [] })
   }
   return measured
 }

@@ -102,3 +102,25 @@ export async function startFloorServer(options: { databaseUrl: string; logLevel:
   const startTimes = await waitForServer(child, port, '/health/ready', spawnedAt)
   return { child, pid: child.pid!, baseUrl: `http://127.0.0.1:${port}`, startTimes }
 }
+
+/** bench/own-sql-floor.ts (through tsx): each read route's own statement in a bare handler, issue 17. */
+export async function startOwnSqlFloor(databaseUrl: string, poolSize: number): Promise<RunningServer> {
+  const port = await freePort()
+  const spawnedAt = performance.now()
+  const child = spawnNode({
+    script: 'bench/own-sql-floor.ts',
+    nodeArgs: ['--import', 'tsx'],
+    env: {
+      PATH: process.env.PATH,
+      NODE_ENV: 'production',
+      PORT: String(port),
+      LOG_LEVEL: 'info',
+      DATABASE_URL: databaseUrl,
+      DATABASE_POOL_SIZE: String(poolSize),
+      JWT_SIGNING_KEY: DEMO_SECRETS.JWT_SIGNING_KEY,
+    },
+    cwd: REPO_ROOT,
+  })
+  const startTimes = await waitForServer(child, port, '/health/ready', spawnedAt)
+  return { child, pid: child.pid!, baseUrl: `http://127.0.0.1:${port}`, startTimes }
+}

@@ -13,14 +13,13 @@ import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { DEMO } from '../db/seed/demo.js'
 import { loadVolume, volumeCounts } from '../db/seed/volume.js'
-import { DEMO_SECRETS } from '../src/config.js'
 import { cnpjCheckDigits } from '../src/lib/tax-id.js'
 import { createPostgresDatabase } from '../src/db/database.js'
 import { postgresVersion, recreateBenchDatabase } from './database.js'
 import { runLoad, type LoadResult } from './load.js'
-import { freePort, installCleanup, spawnNode, stopAllChildren, stopChild, waitForServer } from './processes.js'
+import { installCleanup, stopAllChildren, stopChild } from './processes.js'
 import { LOGINS, REFRESH, WEBHOOK, accessToken, type LoadSpec, type Scenario } from './scenarios.js'
-import { REPO_ROOT, startService, type RunningServer } from './servers.js'
+import { REPO_ROOT, startOwnSqlFloor, startService, type RunningServer } from './servers.js'
 
 const say = (text: string): void => void process.stdout.write(`${text}\n`)
 
@@ -91,27 +90,6 @@ const READ_ROUTES = [
   { id: 'r7', label: '7 check-documents (bob → Acme)', email: 'bob@beta.example', path: `/api/company/v1/${roles.betaBuyer}/buyer/check-documents/${roles.acmeSeller}` },
   { id: 'r9', label: '9 title documents (bob, t1, 3 docs)', email: 'bob@beta.example', path: `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t1}/documents` },
 ]
-
-async function startOwnSqlFloor(databaseUrl: string, poolSize: number): Promise<RunningServer> {
-  const port = await freePort()
-  const spawnedAt = performance.now()
-  const child = spawnNode({
-    script: 'bench/own-sql-floor.ts',
-    nodeArgs: ['--import', 'tsx'],
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'production',
-      PORT: String(port),
-      LOG_LEVEL: 'info',
-      DATABASE_URL: databaseUrl,
-      DATABASE_POOL_SIZE: String(poolSize),
-      JWT_SIGNING_KEY: DEMO_SECRETS.JWT_SIGNING_KEY,
-    },
-    cwd: REPO_ROOT,
-  })
-  const startTimes = await waitForServer(child, port, '/health/ready', spawnedAt)
-  return { child, pid: child.pid!, baseUrl: `http://127.0.0.1:${port}`, startTimes }
-}
 
 /** A new valid CNPJ per call: a customer's tax id is unique per seller. */
 let cnpjSeq = Math.floor(Math.random() * 1e9)
