@@ -82,7 +82,8 @@ export interface Topology {
   stop(): Promise<void>
 }
 
-function run(command: string, args: string[], env: Record<string, string>): Promise<string> {
+/** Runs a command to its end; rejects with its output when it exits non-zero. */
+export function run(command: string, args: string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
     let output = ''
