@@ -172,6 +172,48 @@ describe.skipIf(preparedUnavailable !== undefined)(
   },
 )
 
+/**
+ * PgBouncer ≥ 1.20 takes `-c name=value` in the startup packet for the names in
+ * track_extra_parameters, but applies only those the server reports (not plan_cache_mode nor
+ * statement_timeout): the service checks its settings on its first connection and names the fix.
+ */
+describe.skipIf(preparedUnavailable !== undefined)(
+  `behind PgBouncer ≥ 1.21, settings taken in the startup packet but not applied${preparedUnavailable ? ` (skipped: ${preparedUnavailable})` : ''}`,
+  () => {
+    const serverUrl = new URL(process.env.TEST_DATABASE_URL ?? 'postgres://x@127.0.0.1/x')
+    const database = `${decodeURIComponent(serverUrl.pathname.slice(1))}_pooler_tracked`
+    let bouncer: PgBouncer
+    let app: FastifyInstance | undefined
+
+    beforeAll(async () => {
+      await recreateDatabase(serverUrl.toString(), database)
+      bouncer = await startPgBouncer(serverUrl.toString(), {
+        max_prepared_statements: '200',
+        track_extra_parameters: 'IntervalStyle, plan_cache_mode, statement_timeout',
+      })
+    }, 30_000)
+
+    afterAll(async () => {
+      await app?.close()
+      await bouncer?.stop()
+    })
+
+    it('readiness names the ALTER ROLE for the settings not in effect', async () => {
+      const lines: string[] = []
+      app = await buildApp(testConfig({ LOG_LEVEL: 'warn', DATABASE_URL: bouncer.url(database), DATABASE_PREPARED_STATEMENTS: 'true' }), {
+        logDestination: { write: (line: string) => void lines.push(line) },
+      })
+      const ready = await app.inject({ method: 'GET', url: '/health/ready' })
+      expect(ready.statusCode).toBe(200)
+      const [problem] = ready.json().configuration_errors as string[]
+      expect(problem).toContain('accepts the settings of the startup packet but does not apply them')
+      expect(problem).toContain("ALTER ROLE postgres SET plan_cache_mode = 'force_generic_plan';")
+      expect(problem).toContain("ALTER ROLE postgres SET statement_timeout = '5000ms';")
+      expect(lines.filter((line) => line.includes('configurationError'))).toHaveLength(1)
+    })
+  },
+)
+
 /** PgBouncer's counts of prepared statements (SHOW STATS, ≥ 1.21), summed over its databases. */
 async function parseCounts(bouncer: PgBouncer): Promise<{ clientParses: number; serverParses: number; binds: number }> {
   const { rows } = await bouncer.admin('SHOW STATS')
