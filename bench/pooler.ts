@@ -1,11 +1,14 @@
 /**
  * Route 9 behind PgBouncer (transaction mode) against the same service connected directly, in short
- * alternating runs: `npm run build && npx tsx bench/pooler.ts [--duration 8] [--rounds 2]`.
- * Prints a Markdown table for bench/RESULTS.md. Needs the local PostgreSQL and Debian's pgbouncer.
+ * alternating runs: `npm run build && npx tsx bench/pooler.ts [--duration 8] [--rounds 2]
+ * [--pgbouncer <binary>]`. Prints a Markdown table for bench/RESULTS.md. Needs the local PostgreSQL
+ * and a pgbouncer: Debian's (1.18) by default, else `--pgbouncer` (or PGBOUNCER_BINARY); when that
+ * one is ≥ 1.21, a fourth setup runs the service's named prepared statements through it
+ * (`max_prepared_statements`, DATABASE_PREPARED_STATEMENTS=true).
  */
 import { execFileSync } from 'node:child_process'
 import { parseArgs } from 'node:util'
-import { startPgBouncer } from '../test/topology/pgbouncer.js'
+import { keepsPreparedStatements, pgbouncerBinary, pgbouncerVersion, startPgBouncer } from '../test/topology/pgbouncer.js'
 import { recreateBenchDatabase } from './database.js'
 import { runLoad, type LoadResult } from './load.js'
 import { installCleanup, stopChild } from './processes.js'
@@ -21,8 +24,15 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '10' },
     'pool-size': { type: 'string', default: '10' },
     only: { type: 'string', default: '' },
+    pgbouncer: { type: 'string', default: pgbouncerBinary() ?? '/usr/sbin/pgbouncer' },
+    'max-prepared-statements': { type: 'string', default: '200' },
   },
 })
+const binary = values.pgbouncer
+const version = pgbouncerVersion(binary)
+if (!version) throw new Error(`${binary} --version failed: give a PgBouncer binary with --pgbouncer`)
+const keepsNames = keepsPreparedStatements(version)
+const pgbouncerLabel = `PgBouncer ${version.join('.')}`
 const databaseUrl = values['database-url']
 const duration = Number(values.duration)
 const warmup = Number(values.warmup)
@@ -50,12 +60,20 @@ execFileSync('psql', [
   '-c',
   `ALTER ROLE CURRENT_USER IN DATABASE "${database}" SET statement_timeout = '5s'`,
 ])
-const bouncer = await startPgBouncer(databaseUrl, { default_pool_size: String(poolSize) })
+const bouncer = await startPgBouncer(
+  databaseUrl,
+  {
+    default_pool_size: String(poolSize),
+    // ≥ 1.21: PgBouncer keeps each client's named statements and prepares them on the server connection it lends.
+    ...(keepsNames ? { max_prepared_statements: values['max-prepared-statements'] } : {}),
+  },
+  binary,
+)
 const allSetups: Setup[] = [
   { id: 'direct', label: 'direct, prepared statements (default)', url: () => databaseUrl, env: {} },
   {
     id: 'pgbouncer',
-    label: 'PgBouncer 1.18 transaction mode, DATABASE_PREPARED_STATEMENTS=false',
+    label: `${pgbouncerLabel} transaction mode, DATABASE_PREPARED_STATEMENTS=false`,
     url: () => bouncer.url(database),
     env: { DATABASE_PREPARED_STATEMENTS: 'false' },
   },
@@ -65,6 +83,16 @@ const allSetups: Setup[] = [
     url: () => databaseUrl,
     env: { DATABASE_PREPARED_STATEMENTS: 'false' },
   },
+  ...(keepsNames
+    ? [
+        {
+          id: 'pgbouncer-prepared',
+          label: `${pgbouncerLabel} transaction mode, max_prepared_statements=${values['max-prepared-statements']}, DATABASE_PREPARED_STATEMENTS=true`,
+          url: () => bouncer.url(database),
+          env: { DATABASE_PREPARED_STATEMENTS: 'true' },
+        },
+      ]
+    : []),
 ]
 const setups = allSetups.filter((setup) => !values.only || values.only.split(',').includes(setup.id))
 
@@ -85,6 +113,14 @@ try {
         const result = await runLoad({ baseUrl: service.baseUrl, spec, connections, durationSeconds: duration, serverPid: service.pid, database })
         process.stderr.write(`round ${round} ${setup.id}: ${Math.round(result.requestsPerSecond)} req/s, p99 ${result.p99Ms.toFixed(1)} ms, non-2xx ${result.non2xx}\n`)
         results.set(setup.id, [...(results.get(setup.id) ?? []), result])
+        if (setup.id === 'pgbouncer-prepared') {
+          // Evidence that the names went through: PgBouncer prepared each on the server far less often than it bound them.
+          const { rows } = await bouncer.admin('SHOW STATS')
+          const row = (rows as Record<string, string>[]).find((stats) => stats.database === database) ?? {}
+          process.stderr.write(
+            `  PgBouncer so far: ${row.total_client_parse_count} client Parse, ${row.total_server_parse_count} server Parse, ${row.total_bind_count} Bind\n`,
+          )
+        }
       } finally {
         await stopChild(service.child)
       }

@@ -50,6 +50,8 @@ export class ServicePool implements PostgresPool {
   private readonly names = new Map<string, string>()
   private pool: pg.Pool
   private settingsSent: boolean
+  /** Whether the settings sent in the startup packet were checked on a first connection. */
+  private sentSettingsChecked = false
   private namedStatements: boolean
   readonly problems: string[] = []
   /** Told how long each checkout waited, in seconds, when set (the metrics). */
@@ -112,6 +114,19 @@ export class ServicePool implements PostgresPool {
         throw isRefusedStartupParameter(retryError) ? this.operatorOptionsRefused(retryError) : retryError
       }
     }
+    if (this.settingsSent && !this.sentSettingsChecked && this.pool === pool) {
+      // A pooler may take a setting in the startup packet without applying it (PgBouncer ≥ 1.20 with
+      // the name in track_extra_parameters: it applies only those the server reports, not
+      // plan_cache_mode or statement_timeout): checked once, on the first connection.
+      this.sentSettingsChecked = true
+      try {
+        await this.checkSettingsInEffect(client, 'accepts the settings of the startup packet but does not apply them')
+      } catch (error) {
+        this.sentSettingsChecked = false // the next connection checks
+        client.release(error instanceof Error ? error : new Error(String(error)))
+        throw error
+      }
+    }
     return this.wrap(client)
   }
 
@@ -125,34 +140,46 @@ export class ServicePool implements PostgresPool {
     this.settingsSent = false
     this.pool = this.makePool()
     void refused.end().catch(() => undefined)
-    await this.checkSettingsInEffect()
+    await this.checkSettingsInEffect(undefined, 'refuses settings in the startup packet')
   }
 
-  private async checkSettingsInEffect(): Promise<void> {
+  /**
+   * Reports the service's settings that are not in effect, with the ALTER ROLE that gives them;
+   * on `connected` (left checked out; a failure of the check is thrown, bounded by the statement
+   * timeout) or on a connection of its own. Settings the operator's options name are theirs.
+   */
+  private async checkSettingsInEffect(connected: pg.PoolClient | undefined, what: string): Promise<void> {
+    const operatorOptions = this.options.operatorOptions.join(' ')
+    const settings = this.options.settings.filter(({ name }) => !operatorOptions.includes(name))
+    if (settings.length === 0) return
     const missing: StartupSetting[] = []
     let role = '<service role>'
     try {
-      const client = await this.pool.connect()
+      const client = connected ?? (await this.pool.connect())
       try {
-        const { rows } = await client.query<{ name: string; setting: string; role: string }>(
-          'SELECT name, setting, current_user AS role FROM pg_settings WHERE name = ANY($1)',
-          [this.options.settings.map(({ name }) => name)],
+        const { rows } = await bounded(
+          client.query<{ name: string; setting: string; role: string }>(
+            'SELECT name, setting, current_user AS role FROM pg_settings WHERE name = ANY($1)',
+            [settings.map(({ name }) => name)],
+          ),
+          this.options.statementTimeoutMs,
         )
         role = rows[0]?.role ?? role
-        for (const setting of this.options.settings) {
+        for (const setting of settings) {
           const row = rows.find(({ name }) => name === setting.name)
           if (!row || !setting.satisfiedBy(row.setting)) missing.push(setting)
         }
       } finally {
-        client.release()
+        if (!connected) client.release()
       }
-    } catch {
-      missing.push(...this.options.settings)
+    } catch (error) {
+      if (connected) throw error
+      missing.push(...settings)
     }
     if (missing.length === 0) return
     const statements = missing.map(({ name, value }) => `ALTER ROLE ${role} SET ${name} = '${value}';`).join(' ')
     this.report(
-      `the database server (a pooler such as PgBouncer) refuses settings in the startup packet; ` +
+      `the database server (a pooler such as PgBouncer) ${what}; ` +
         `${missing.map(({ name }) => name).join(' and ')} not in effect. Fix: ${statements} ` +
         `(or ALTER ROLE … IN DATABASE … SET), then reconnect (PgBouncer: RECONNECT on its admin console)`,
     )
@@ -234,6 +261,21 @@ export class ServicePool implements PostgresPool {
 /** PgBouncer's answer to a startup parameter it does not pass on (`options`, `-c …`). */
 function isRefusedStartupParameter(error: unknown): boolean {
   return error instanceof Error && /unsupported startup parameter/i.test(error.message)
+}
+
+/** `pending`, or a DatabaseTimeout after `timeoutMs`. */
+async function bounded<T>(pending: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await Promise.race([
+      pending,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new DatabaseTimeout(timeoutMs)), timeoutMs)
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 /** `SELECT 1` bounded by `timeoutMs`, for the readiness probe. */

@@ -9,23 +9,53 @@ export interface PgBouncer {
   port: number
   /** A URL of `database` through the pooler (PgBouncer maps every name to the same server). */
   url(database: string): string
+  binary: string
+  version: readonly number[]
   /** PgBouncer's admin console: PAUSE, RESUME, RECONNECT, SHOW … */
   admin(command: string): Promise<pg.QueryResult>
   log(): Promise<string>
   stop(): Promise<void>
 }
 
-/** The binary, or undefined when the machine has none (Debian: apt-get install pgbouncer). */
-export function pgbouncerBinary(): string | undefined {
-  for (const candidate of ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer']) {
-    try {
-      execFileSync(candidate, ['--version'], { stdio: 'ignore' })
-      return candidate
-    } catch {
-      // not there
-    }
+/** Debian's (apt-get install pgbouncer): the default everywhere, CI included. */
+const DEBIAN_BINARIES = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer']
+
+/** `PgBouncer 1.25.2` → [1, 25, 2]; undefined when the binary does not run. */
+export function pgbouncerVersion(binary: string): [number, number, number] | undefined {
+  try {
+    const output = execFileSync(binary, ['--version'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString()
+    const match = /PgBouncer (\d+)\.(\d+)(?:\.(\d+))?/.exec(output)
+    return match ? [Number(match[1]), Number(match[2]), Number(match[3] ?? 0)] : undefined
+  } catch {
+    return undefined
   }
-  return undefined
+}
+
+/**
+ * The binary: PGBOUNCER_BINARY when set (a newer PgBouncer built elsewhere), else Debian's; undefined
+ * when there is none (Debian: apt-get install pgbouncer).
+ */
+export function pgbouncerBinary(): string | undefined {
+  const chosen = process.env.PGBOUNCER_BINARY
+  if (chosen) return pgbouncerVersion(chosen) ? chosen : undefined
+  return DEBIAN_BINARIES.find((candidate) => pgbouncerVersion(candidate) !== undefined)
+}
+
+/** PgBouncer 1.21 is the first that keeps protocol-level named prepared statements in transaction mode (max_prepared_statements). */
+export function keepsPreparedStatements(version: readonly number[]): boolean {
+  const [major = 0, minor = 0] = version
+  return major > 1 || (major === 1 && minor >= 21)
+}
+
+/** Why a test of named prepared statements through PgBouncer cannot run here, or undefined when it can. */
+export function preparedStatementsUnavailable(binary = pgbouncerBinary()): string | undefined {
+  if (!binary) return 'no pgbouncer (Debian: apt-get install pgbouncer, or PGBOUNCER_BINARY=<path of PgBouncer ≥ 1.21>)'
+  const version = pgbouncerVersion(binary)
+  if (version && keepsPreparedStatements(version)) return undefined
+  return (
+    `${binary} is PgBouncer ${version?.join('.') ?? '?'}: max_prepared_statements needs ≥ 1.21 ` +
+    '(set PGBOUNCER_BINARY to such a binary to run this case)'
+  )
 }
 
 /** PgBouncer refuses to run as root: as root, it runs as this user (who must own its folder). */
@@ -37,12 +67,18 @@ function runAs(): { uid: number; gid: number } | undefined {
 }
 
 /**
- * PgBouncer 1.18 in transaction mode in front of the server of `serverUrl` (trust authentication,
- * as the test server), its configuration, socket and log in a temporary folder.
+ * PgBouncer (`binary`, default `pgbouncerBinary()`: Debian's 1.18 unless PGBOUNCER_BINARY says
+ * otherwise) in transaction mode in front of the server of `serverUrl` (trust authentication, as
+ * the test server), its configuration, socket and log in a temporary folder.
  */
-export async function startPgBouncer(serverUrl: string, settings: Record<string, string> = {}): Promise<PgBouncer> {
-  const binary = pgbouncerBinary()
+export async function startPgBouncer(
+  serverUrl: string,
+  settings: Record<string, string> = {},
+  binary: string | undefined = pgbouncerBinary(),
+): Promise<PgBouncer> {
   if (!binary) throw new Error('pgbouncer is not installed')
+  const version = pgbouncerVersion(binary)
+  if (!version) throw new Error(`${binary} does not run (${binary} --version failed)`)
   const server = new URL(serverUrl)
   const user = decodeURIComponent(server.username || 'postgres')
   const dir = await mkdtemp(path.join(tmpdir(), 'pgbouncer-'))
@@ -87,6 +123,8 @@ export async function startPgBouncer(serverUrl: string, settings: Record<string,
   return {
     port,
     url,
+    binary,
+    version,
     async admin(command) {
       const client = new pg.Client({ connectionString: url('pgbouncer') })
       await client.connect()

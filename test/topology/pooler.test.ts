@@ -4,14 +4,20 @@ import { buildApp } from '../../src/app.js'
 import type { LogDestination } from '../../src/logging.js'
 import { migrateToLatest, createPostgresDatabase } from '../../src/db/database.js'
 import { seedDemoData } from '../../db/seed/demo.js'
-import { bearer, DEMO_PASSWORD, obtainTokens, testConfig } from '../helpers/app.js'
-import { startPgBouncer, type PgBouncer } from './pgbouncer.js'
-import { recreateDatabase, topologyUnavailable } from './topology.js'
+import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, testConfig } from '../helpers/app.js'
+import { preparedStatementsUnavailable, startPgBouncer, type PgBouncer } from './pgbouncer.js'
+import { recreateDatabase, run, topologyUnavailable } from './topology.js'
 
 const unavailable = topologyUnavailable()
 
 /**
- * The service on PgBouncer 1.18 in transaction mode, as configured wrongly: what the pooler
+ * PGBOUNCER_BINARY chooses the PgBouncer of these tests (default: Debian's 1.18, as in CI); the case
+ * of named prepared statements through the pooler runs only when that binary is ≥ 1.21.
+ */
+const preparedUnavailable = unavailable ?? preparedStatementsUnavailable()
+
+/**
+ * The service on PgBouncer in transaction mode, as configured wrongly: what the pooler
  * refuses is logged at error level as a configuration error naming its fix, readiness says so,
  * and the service keeps working.
  */
@@ -25,7 +31,8 @@ describe.skipIf(unavailable !== undefined)('behind PgBouncer, a setting the pool
 
   beforeAll(async () => {
     await recreateDatabase(serverUrl.toString(), database)
-    bouncer = await startPgBouncer(serverUrl.toString())
+    // max_prepared_statements = 0: what a PgBouncer ≥ 1.21 without it does, as 1.18 (1.22+ default to 200).
+    bouncer = await startPgBouncer(serverUrl.toString(), preparedStatementsUnavailable() === undefined ? { max_prepared_statements: '0' } : {})
     // What `npm run migrate` and `npm run seed` do, through the pooler.
     const handle = createPostgresDatabase({ connectionString: bouncer.url(database), poolSize: 1 })
     await migrateToLatest(handle.db)
@@ -90,3 +97,126 @@ describe.skipIf(unavailable !== undefined)('behind PgBouncer, a setting the pool
     expect(configurationErrors().map((line) => line.msg)).toContainEqual(expect.stringContaining('-c synchronous_commit=off'))
   })
 })
+
+/**
+ * The service, `npm run migrate`, `seed` and `retention` on PgBouncer ≥ 1.21 in transaction mode with
+ * max_prepared_statements and DATABASE_PREPARED_STATEMENTS=true: the named statements travel
+ * between server connections (fewer than the service's), with no error and no configuration error.
+ */
+describe.skipIf(preparedUnavailable !== undefined)(
+  `behind PgBouncer ≥ 1.21 with max_prepared_statements, DATABASE_PREPARED_STATEMENTS=true${preparedUnavailable ? ` (skipped: ${preparedUnavailable})` : ''}`,
+  () => {
+    const serverUrl = new URL(process.env.TEST_DATABASE_URL ?? 'postgres://x@127.0.0.1/x')
+    const database = `${decodeURIComponent(serverUrl.pathname.slice(1))}_pooler_prepared`
+    let bouncer: PgBouncer
+    let app: FastifyInstance | undefined
+    const lines: string[] = []
+    const logDestination: LogDestination = { write: (line: string) => void lines.push(line) }
+    const env = () => ({ DATABASE_URL: bouncer.url(database), DATABASE_PREPARED_STATEMENTS: 'true' })
+
+    beforeAll(async () => {
+      await recreateDatabase(serverUrl.toString(), database, [
+        // The documented way to give the service its settings behind PgBouncer (docs/deployment.md).
+        `ALTER ROLE CURRENT_USER IN DATABASE "${database}" SET plan_cache_mode = force_generic_plan`,
+        `ALTER ROLE CURRENT_USER IN DATABASE "${database}" SET statement_timeout = '5s'`,
+      ])
+      // Two server connections for the service's eight: each named statement runs on both, prepared
+      // by PgBouncer on the server connection that lacks it.
+      bouncer = await startPgBouncer(serverUrl.toString(), { max_prepared_statements: '200', default_pool_size: '2' })
+      for (const command of ['migrate', 'seed', 'retention']) {
+        await run(process.execPath, ['--import', 'tsx', `src/cli/${command}.ts`], env())
+      }
+    }, 90_000)
+
+    afterAll(async () => {
+      await app?.close()
+      await bouncer?.stop()
+    })
+
+    it('answers concurrent requests of several routes with 0 errors, and readiness lists no configuration error', async () => {
+      app = await buildApp(testConfig({ LOG_LEVEL: 'warn', DATABASE_POOL_SIZE: '8', ...env() }), { logDestination })
+      const service = app
+      const { roles, titles } = DEMO
+      const alice = await obtainTokens(service, 'alice@acme.example', DEMO_PASSWORD)
+      const bob = await obtainTokens(service, 'bob@beta.example', DEMO_PASSWORD)
+      const get = (token: string, url: string) => () => service.inject({ method: 'GET', url, headers: bearer(token) })
+      const requests = [
+        get(alice.access, '/api/company/v1/get-user-companies'),
+        get(bob.access, `/api/company/v1/${roles.betaBuyer}/buyer/check-documents/${roles.acmeSeller}`),
+        get(bob.access, `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t1}/documents`),
+        get(bob.access, `/api/company/v1/${roles.betaBuyer}/chat/partners/${roles.acmeSeller}/presence`),
+        () => service.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'carol@gamma.example', password: DEMO_PASSWORD } }),
+      ]
+      const before = await parseCounts(bouncer)
+      const failed: string[] = []
+      for (let round = 0; round < 6; round++) {
+        const responses = await Promise.all(Array.from({ length: 20 }, (_, index) => requests[index % requests.length]!()))
+        for (const response of responses) {
+          if (response.statusCode !== 200) failed.push(`${response.statusCode} ${response.body.slice(0, 200)}`)
+        }
+      }
+      expect(failed).toEqual([])
+      const ready = await service.inject({ method: 'GET', url: '/health/ready' })
+      expect(ready.statusCode).toBe(200)
+      expect(ready.json()).toEqual({ status: 'ok' })
+      expect(lines.filter((line) => line.includes('configurationError'))).toEqual([])
+      // The statements went through PgBouncer as named ones (Parse), and were bound far more often
+      // than prepared on the server: each server connection prepared each text once.
+      const after = await parseCounts(bouncer)
+      const clientParses = after.clientParses - before.clientParses
+      const serverParses = after.serverParses - before.serverParses
+      const binds = after.binds - before.binds
+      expect(clientParses).toBeGreaterThan(0)
+      expect(binds).toBeGreaterThan(3 * serverParses)
+    })
+  },
+)
+
+/**
+ * PgBouncer ≥ 1.20 takes `-c name=value` in the startup packet for the names in
+ * track_extra_parameters, but applies only those the server reports (not plan_cache_mode nor
+ * statement_timeout): the service checks its settings on its first connection and names the fix.
+ */
+describe.skipIf(preparedUnavailable !== undefined)(
+  `behind PgBouncer ≥ 1.21, settings taken in the startup packet but not applied${preparedUnavailable ? ` (skipped: ${preparedUnavailable})` : ''}`,
+  () => {
+    const serverUrl = new URL(process.env.TEST_DATABASE_URL ?? 'postgres://x@127.0.0.1/x')
+    const database = `${decodeURIComponent(serverUrl.pathname.slice(1))}_pooler_tracked`
+    let bouncer: PgBouncer
+    let app: FastifyInstance | undefined
+
+    beforeAll(async () => {
+      await recreateDatabase(serverUrl.toString(), database)
+      bouncer = await startPgBouncer(serverUrl.toString(), {
+        max_prepared_statements: '200',
+        track_extra_parameters: 'IntervalStyle, plan_cache_mode, statement_timeout',
+      })
+    }, 30_000)
+
+    afterAll(async () => {
+      await app?.close()
+      await bouncer?.stop()
+    })
+
+    it('readiness names the ALTER ROLE for the settings not in effect', async () => {
+      const lines: string[] = []
+      app = await buildApp(testConfig({ LOG_LEVEL: 'warn', DATABASE_URL: bouncer.url(database), DATABASE_PREPARED_STATEMENTS: 'true' }), {
+        logDestination: { write: (line: string) => void lines.push(line) },
+      })
+      const ready = await app.inject({ method: 'GET', url: '/health/ready' })
+      expect(ready.statusCode).toBe(200)
+      const [problem] = ready.json().configuration_errors as string[]
+      expect(problem).toContain('accepts the settings of the startup packet but does not apply them')
+      expect(problem).toContain("ALTER ROLE postgres SET plan_cache_mode = 'force_generic_plan';")
+      expect(problem).toContain("ALTER ROLE postgres SET statement_timeout = '5000ms';")
+      expect(lines.filter((line) => line.includes('configurationError'))).toHaveLength(1)
+    })
+  },
+)
+
+/** PgBouncer's counts of prepared statements (SHOW STATS, ≥ 1.21), summed over its databases. */
+async function parseCounts(bouncer: PgBouncer): Promise<{ clientParses: number; serverParses: number; binds: number }> {
+  const { rows } = await bouncer.admin('SHOW STATS')
+  const sum = (column: string) => rows.reduce((total: number, row: Record<string, unknown>) => total + Number(row[column] ?? 0), 0)
+  return { clientParses: sum('total_client_parse_count'), serverParses: sum('total_server_parse_count'), binds: sum('total_bind_count') }
+}

@@ -3,7 +3,7 @@ import http from 'node:http'
 import pg from 'pg'
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
 import { nginxBinary, startNginx, type Nginx } from './nginx.js'
-import { pgbouncerBinary, startPgBouncer, type PgBouncer } from './pgbouncer.js'
+import { pgbouncerBinary, preparedStatementsUnavailable, startPgBouncer, type PgBouncer } from './pgbouncer.js'
 import { freePort } from '../helpers/ports.js'
 
 /** Why the topology cannot run here, or undefined when it can. */
@@ -82,7 +82,8 @@ export interface Topology {
   stop(): Promise<void>
 }
 
-function run(command: string, args: string[], env: Record<string, string>): Promise<string> {
+/** Runs a command to its end; rejects with its output when it exits non-zero. */
+export function run(command: string, args: string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
     let output = ''
@@ -106,8 +107,10 @@ export async function startTopology(env: Record<string, string>, deregister = tr
     `ALTER ROLE CURRENT_USER IN DATABASE "${database}" SET plan_cache_mode = force_generic_plan`,
     `ALTER ROLE CURRENT_USER IN DATABASE "${database}" SET statement_timeout = '2s'`,
   ])
-  const bouncer = await startPgBouncer(serverUrl.toString(), { default_pool_size: '10' })
-  const cliEnv = { DATABASE_URL: bouncer.url(database), DATABASE_PREPARED_STATEMENTS: 'false' }
+  // PgBouncer ≥ 1.21 (PGBOUNCER_BINARY) keeps named statements: the service runs with them, as in production.
+  const keepsNames = preparedStatementsUnavailable() === undefined
+  const bouncer = await startPgBouncer(serverUrl.toString(), { default_pool_size: '10', ...(keepsNames ? { max_prepared_statements: '200' } : {}) })
+  const cliEnv = { DATABASE_URL: bouncer.url(database), DATABASE_PREPARED_STATEMENTS: keepsNames ? 'true' : 'false' }
   await run(process.execPath, ['--import', 'tsx', 'src/cli/migrate.ts'], cliEnv)
   await run(process.execPath, ['--import', 'tsx', 'src/cli/seed.ts'], cliEnv)
 
