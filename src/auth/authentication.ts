@@ -2,7 +2,7 @@ import fastifyJwt from '@fastify/jwt'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { tokenNotValid } from './sessions.js'
-import { TokenSigner, type TokenClaims } from './tokens.js'
+import { TokenSigner, VerifiedTokenCache, type TokenClaims } from './tokens.js'
 import type { Config } from '../config.js'
 import { problem } from '../lib/problem.js'
 import { jwkThumbprint } from './jwks.js'
@@ -21,23 +21,14 @@ declare module 'fastify' {
   }
 }
 
-declare module '@fastify/jwt' {
-  interface JWT {
-    /** The same keys and checks without the verification cache: for refresh tokens (below). */
-    refresh: JWT
-  }
-}
-
 const notAuthenticated = () =>
   problem(401, 'not_authenticated', 'Authentication credentials were not provided.')
 
 /**
- * Verified tokens whose signature and claims check fast-jwt remembers (LRU, keyed by a SHA-256 of
- * the token, each entry until the token's `exp`; a failure is never reused). A client sends the same
- * access token with every request for its lifetime: a hit costs a hash instead of a decode and an
- * HMAC. This remembers only what the token itself says. Whether its user is still active, its family
- * unrevoked and its membership current is read from the database on every request (§2), so a
- * disabled user or a removed membership still loses access at once.
+ * Access tokens remembered once verified (src/auth/tokens.ts), each until its `exp`. This remembers
+ * only what the token itself says. Whether its user is still active, its family unrevoked and its
+ * membership current is read from the database on every request (§2), so a disabled user or a
+ * removed membership still loses access at once.
  */
 const VERIFIED_TOKEN_CACHE_SIZE = 1000
 
@@ -55,7 +46,8 @@ function jwtPluginOptions(config: Config['jwt']) {
       ],
       ...(config.issuer ? { allowedIss: config.issuer } : {}),
       ...(config.audience ? { allowedAud: config.audience } : {}),
-      cache: VERIFIED_TOKEN_CACHE_SIZE,
+      // The service keeps its own cache of access tokens, keyed without hashing (src/auth/tokens.ts).
+      cache: false,
     },
   }
   const secret =
@@ -81,10 +73,7 @@ export default fp(
   async function authenticationPlugin(app: FastifyInstance, options: { config: Config }) {
     const jwtOptions = jwtPluginOptions(options.config.jwt)
     await app.register(fastifyJwt, jwtOptions)
-    // A refresh token is verified once in its life (it is spent then): remembering it would only
-    // push the access tokens, which come back with every request, out of the cache.
-    await app.register(fastifyJwt, { ...jwtOptions, verify: { ...jwtOptions.verify, cache: false }, namespace: 'refresh' })
-    app.decorate('tokens', new TokenSigner(app.jwt, options.config, app.jwt.refresh))
+    app.decorate('tokens', new TokenSigner(app.jwt, options.config, new VerifiedTokenCache(VERIFIED_TOKEN_CACHE_SIZE)))
     app.decorateRequest('tokenClaims', null as unknown as TokenClaims)
 
     app.addHook('onRequest', async (request) => {

@@ -57,14 +57,41 @@ export function hasCanonicalSignature(token: string): boolean {
 }
 
 /**
- * Signs and checks the service's tokens; the JWT plugin holds the keys and pinned algorithm.
- * Refresh tokens may be checked by another instance of it (same keys and checks, no cache).
+ * Access tokens verified recently, by their text, each until its `exp`. A client sends the same
+ * access token with every request for its lifetime, so a hit skips the decode, the HMAC and the
+ * claim checks. Keyed by the token itself, not by a hash of it as fast-jwt's own cache is: the
+ * request already holds the token, and hashing it on every request cost more than the verification
+ * it saved. Only successes are kept. The oldest entry goes first when full.
+ */
+export class VerifiedTokenCache {
+  private readonly entries = new Map<string, TokenClaims>()
+
+  constructor(private readonly capacity: number) {}
+
+  get(token: string, nowMs: number): TokenClaims | undefined {
+    const claims = this.entries.get(token)
+    if (claims === undefined || claims.exp * 1000 >= nowMs) return claims
+    this.entries.delete(token)
+    return undefined
+  }
+
+  set(token: string, claims: TokenClaims): void {
+    if (this.capacity <= 0) return
+    if (this.entries.size >= this.capacity) this.entries.delete(this.entries.keys().next().value!)
+    this.entries.set(token, claims)
+  }
+}
+
+/**
+ * Signs and checks the service's tokens; the JWT plugin holds the keys and pinned algorithm. Access
+ * tokens, which come back with every request, go through the cache; a refresh token is verified
+ * once in its life (it is spent then), so remembering it would only push access tokens out.
  */
 export class TokenSigner {
   constructor(
     private readonly jwt: JWT,
     private readonly config: Pick<Config, 'accessTokenTtl' | 'refreshTokenTtl' | 'jwt'>,
-    private readonly refreshJwt: Pick<JWT, 'verify'> = jwt,
+    private readonly accessTokens = new VerifiedTokenCache(0),
   ) {}
 
   signAccess(userId: string, familyId: string): SignedToken {
@@ -85,10 +112,20 @@ export class TokenSigner {
 
   /** The claims of a token of the expected type, or undefined when it is not valid for that use. */
   verify(token: string, expected: TokenType): TokenClaims | undefined {
+    if (expected === 'access') {
+      const remembered = this.accessTokens.get(token, Date.now())
+      if (remembered) return remembered
+    }
+    const claims = this.verifyUncached(token, expected)
+    if (claims && expected === 'access') this.accessTokens.set(token, claims)
+    return claims
+  }
+
+  private verifyUncached(token: string, expected: TokenType): TokenClaims | undefined {
     if (!hasCanonicalSignature(token)) return undefined
     let claims: Partial<TokenClaims>
     try {
-      claims = (expected === 'refresh' ? this.refreshJwt : this.jwt).verify<Partial<TokenClaims>>(token)
+      claims = this.jwt.verify<Partial<TokenClaims>>(token)
     } catch {
       return undefined
     }
