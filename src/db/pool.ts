@@ -280,15 +280,5 @@ async function bounded<T>(pending: Promise<T>, timeoutMs: number): Promise<T> {
 
 /** `SELECT 1` bounded by `timeoutMs`, for the readiness probe. */
 export async function probe<DB>(db: Kysely<DB>, timeoutMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined
-  try {
-    await Promise.race([
-      sql`SELECT 1`.execute(db),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new DatabaseTimeout(timeoutMs)), timeoutMs)
-      }),
-    ])
-  } finally {
-    clearTimeout(timer)
-  }
+  await bounded(sql`SELECT 1`.execute(db), timeoutMs)
 }
