@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { sql, type RawBuilder } from 'kysely'
 import type { Db } from '../db/types.js'
 
 export interface RetentionOptions {
@@ -23,13 +23,13 @@ export interface RetentionReport {
 type Progress = (line: string) => void
 
 /**
- * Deletes `batchSize` rows at a time, each batch its own statement (autocommit), until a batch
- * comes back short; `progress` hears after every batch.
+ * Runs `deleteBatch` (a DELETE of at most `batchSize` rows, its own statement: autocommit) until a
+ * batch comes back short; `progress` hears after every batch.
  */
-async function deleteInBatches(label: string, progress: Progress, deleteBatch: () => Promise<number>, batchSize: number): Promise<number> {
+async function deleteInBatches(db: Db, label: string, progress: Progress, deleteBatch: RawBuilder<unknown>, batchSize: number): Promise<number> {
   let total = 0
   for (;;) {
-    const deleted = await deleteBatch()
+    const deleted = Number((await deleteBatch.execute(db)).numAffectedRows ?? 0)
     total += deleted
     if (deleted > 0) progress(`${label}: ${total} deleted`)
     if (deleted < batchSize) return total
@@ -50,25 +50,19 @@ export async function runRetention(db: Db, options: RetentionOptions, progress: 
 
   // Each batch finds its rows through token_families_ended_idx / webhook_deliveries_received_idx (0007).
   const tokenFamilies = await deleteInBatches(
+    db,
     'token families',
     progress,
-    async () => {
-      const result = await sql`
-        DELETE FROM token_families
-         WHERE id IN (SELECT id FROM token_families WHERE least(absolute_expires_at, revoked_at) < ${familyCut} LIMIT ${limit})`.execute(db)
-      return Number(result.numAffectedRows ?? 0)
-    },
+    sql`DELETE FROM token_families
+         WHERE id IN (SELECT id FROM token_families WHERE least(absolute_expires_at, revoked_at) < ${familyCut} LIMIT ${limit})`,
     limit,
   )
   const webhookDeliveries = await deleteInBatches(
+    db,
     'webhook deliveries',
     progress,
-    async () => {
-      const result = await sql`
-        DELETE FROM webhook_deliveries
-         WHERE id IN (SELECT id FROM webhook_deliveries WHERE received_at < ${deliveryCut} LIMIT ${limit})`.execute(db)
-      return Number(result.numAffectedRows ?? 0)
-    },
+    sql`DELETE FROM webhook_deliveries
+         WHERE id IN (SELECT id FROM webhook_deliveries WHERE received_at < ${deliveryCut} LIMIT ${limit})`,
     limit,
   )
   progress(`done: ${tokenFamilies} token families, ${webhookDeliveries} webhook deliveries deleted`)
