@@ -81,6 +81,18 @@ describe('the JWT check on authenticated routes', () => {
     problemOf(await get(bearer(token)), 401, 'token_not_valid')
   })
 
+  it('answers each of many concurrent callers as the user of their own token (the verified-token cache keeps them apart)', async () => {
+    const emails = ['alice@acme.example', 'bob@beta.example', 'carol@gamma.example', 'dave@delta.example']
+    const tokens = await Promise.all(emails.map(async (email) => (await obtainTokens(ctx.app, email, DEMO_PASSWORD)).access))
+    const expected = await Promise.all(tokens.map(async (token) => (await get(bearer(token))).json()))
+    expect(new Set(expected.map((companies) => JSON.stringify(companies))).size).toBe(emails.length)
+    const calls = Array.from({ length: 32 }, (_, index) => index % emails.length)
+    const answers = await Promise.all(calls.map((user) => get(bearer(tokens[user]!))))
+    expect(answers.map((answer) => ({ status: answer.statusCode, body: answer.json() }))).toEqual(
+      calls.map((user) => ({ status: 200, body: expected[user] })),
+    )
+  })
+
   it('refuses a token for a user that no longer exists', async () => {
     const { fid } = await aliceFamily()
     problemOf(await get(bearer(forgeHs256(accessClaims('10000000-0000-4000-8000-0000000000ff', fid)))), 401, 'token_not_valid')
