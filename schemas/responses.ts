@@ -18,7 +18,7 @@ export const PROBLEM_MEDIA = 'application/problem+json'
  */
 export const HEADER_REQUIRED = 'x-required'
 
-interface HeaderSpec {
+export interface HeaderSpec {
   type: 'string' | 'integer'
   description: string
   [HEADER_REQUIRED]?: true
@@ -91,7 +91,7 @@ export function withExample<T extends TSchema>(schema: T, example: Static<T>): T
 
 // ------------------------------------------------------------------------------ problem cases
 
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 503
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 429 | 500 | 503
 
 /** One error a route can answer: its status, stable code, the detail sentence sent, and when. */
 export interface ProblemCase {
@@ -102,6 +102,8 @@ export interface ProblemCase {
   readonly when: string
   /** Members beyond the standard five, as in the example (`errors`, `solicitation_id`…). */
   readonly extra?: Record<string, unknown>
+  /** Headers this case sends beyond its status's (`Retry-After` on a 409 that may be retried). */
+  readonly headers?: Record<string, HeaderSpec>
 }
 
 /** The same case, described (and exemplified) for one route. */
@@ -190,7 +192,7 @@ function problemResponse(status: ErrorStatus, cases: readonly ProblemCase[]) {
   }
   return {
     description: `${STATUS_CODES[status] ?? 'Error'}:\n${lines.join('\n')}`,
-    headers: headerObjects(status),
+    headers: Object.assign(headerObjects(status), ...cases.map((problemCase) => problemCase.headers ?? {})) as Record<string, HeaderSpec>,
     content: { [PROBLEM_MEDIA]: { schema: Type.Ref('Problem'), examples } },
   }
 }

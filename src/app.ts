@@ -30,6 +30,7 @@ import docsPlugin from './plugins/docs.js'
 import drainingPlugin from './plugins/draining.js'
 import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
 import healthRoutes from './plugins/health.js'
+import idempotencyPlugin from './idempotency/plugin.js'
 import jwksRoutes from './auth/jwks.js'
 import metricsPlugin from './plugins/metrics.js'
 import securityHeaders from './plugins/security-headers.js'
@@ -145,6 +146,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(docsPlugin)
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)
+  // A claim outlives any handler: one past HANDLER_TIMEOUT still runs, and must not run twice.
+  await app.register(idempotencyPlugin, { claimTimeoutMs: Math.max(60_000, 2 * config.handlerTimeoutMs) })
   await app.register(presencePlugin)
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
