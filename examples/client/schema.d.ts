@@ -312,6 +312,10 @@ export interface paths {
          *
          *     A malformed `uidb64`, an unknown or already confirmed user, and a wrong, tampered, expired or used token are all
          *     `400 invalid_link`.
+         *
+         *     With `Idempotency-Key`, a retry after a lost answer gets the same `201` (the same tokens) instead of
+         *     `invalid_link`. No user is known before the link is checked, so a key belongs to the link (the path): the same key
+         *     with another link is another key. Only the `201` is kept: an `invalid_link` answer reserves nothing.
          */
         post: operations["confirmMigratedAccount"];
         delete?: never;
@@ -1245,7 +1249,13 @@ export interface operations {
     requestSellerDocuments: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: the retry runs again. Without the header the route behaves as it always did.
+                 * @example 5f2c7d8e-4b1a-4c3e-9f60-2d7a1b8c9e01
+                 */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /**
                  * @description API version; only `v1` exists
@@ -1286,6 +1296,8 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description `true` when this answer replays the first answer to the request's `Idempotency-Key`; absent otherwise */
+                    "Idempotent-Replayed"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1389,11 +1401,14 @@ export interface operations {
              * @description Conflict:
              *     - `solicitation_already_open`: This buyer already has an open solicitation to this seller; `solicitation_id` names it
              *     - `nothing_to_request`: No `document_types` given and every required type is approved
+             *     - `idempotency_key_in_use`: A request with the same `Idempotency-Key` is still running; retry after `Retry-After` seconds
              */
             409: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description Seconds to wait before retrying (with `idempotency_key_in_use`) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1419,6 +1434,20 @@ export interface operations {
              *     - `unsupported_media_type`: The body is not `application/json`
              */
             415: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Unprocessable Entity:
+             *     - `idempotency_key_reused`: The `Idempotency-Key` was used with another path or body within 24 h
+             */
+            422: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
                     "X-Request-Id": string;
@@ -1736,7 +1765,13 @@ export interface operations {
     saveCustomer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: the retry runs again. Without the header the route behaves as it always did.
+                 * @example 5f2c7d8e-4b1a-4c3e-9f60-2d7a1b8c9e01
+                 */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /**
                  * @description UUID
@@ -1774,6 +1809,8 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description `true` when this answer replays the first answer to the request's `Idempotency-Key`; absent otherwise */
+                    "Idempotent-Replayed"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1874,11 +1911,14 @@ export interface operations {
              * @description Conflict:
              *     - `tax_id_immutable`: The customer exists with another `tax_id`; `current_tax_id` is the stored one
              *     - `duplicate_customer`: Another customer of the role has this `tax_id`; `customer_id` names it
+             *     - `idempotency_key_in_use`: A request with the same `Idempotency-Key` is still running; retry after `Retry-After` seconds
              */
             409: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description Seconds to wait before retrying (with `idempotency_key_in_use`) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1904,6 +1944,20 @@ export interface operations {
              *     - `unsupported_media_type`: The body is not `application/json`
              */
             415: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Unprocessable Entity:
+             *     - `idempotency_key_reused`: The `Idempotency-Key` was used with another path or body within 24 h
+             */
+            422: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
                     "X-Request-Id": string;
@@ -2281,7 +2335,13 @@ export interface operations {
     confirmMigratedAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: the retry runs again. Without the header the route behaves as it always did.
+                 * @example 5f2c7d8e-4b1a-4c3e-9f60-2d7a1b8c9e01
+                 */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /**
                  * @description URL-safe base64 (no padding) of the user's old integer id, or of their UUID
@@ -2313,6 +2373,8 @@ export interface operations {
                     "X-Request-Id": string;
                     /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
                     "Cache-Control": string;
+                    /** @description `true` when this answer replays the first answer to the request's `Idempotency-Key`; absent otherwise */
+                    "Idempotent-Replayed"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2356,6 +2418,22 @@ export interface operations {
                 };
             };
             /**
+             * @description Conflict:
+             *     - `idempotency_key_in_use`: A request with the same `Idempotency-Key` is still running; retry after `Retry-After` seconds
+             */
+            409: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    "X-Request-Id": string;
+                    /** @description Seconds to wait before retrying (with `idempotency_key_in_use`) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
              * @description Payload Too Large:
              *     - `payload_too_large`: The body is over 16 KiB
              */
@@ -2374,6 +2452,20 @@ export interface operations {
              *     - `unsupported_media_type`: The body is not `application/json`
              */
             415: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Unprocessable Entity:
+             *     - `idempotency_key_reused`: The `Idempotency-Key` was used with another path or body within 24 h
+             */
+            422: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
                     "X-Request-Id": string;
