@@ -122,8 +122,8 @@ export default fp(
         })
         await storeAnswer(app.db, held, status, answer)
       } catch (error) {
-        // The work is done: the client gets its answer; a retry meets the claim (409) until claimTimeoutMs.
-        request.log.warn({ err: error }, 'idempotency: the answer could not be kept')
+        // The client gets its answer all the same; a retry meets the claim (409) until claimTimeoutMs.
+        request.log.warn({ err: error }, 'idempotency: the key could not be updated')
       }
       return payload
     }
@@ -131,7 +131,9 @@ export default fp(
     app.addHook('onRoute', (route: RouteOptions) => {
       if (!route.config?.idempotency) return
       const headers = (route.schema?.headers ?? {}) as { properties?: Record<string, unknown> }
-      if (!Object.keys(headers.properties ?? {}).some((name) => name.toLowerCase() === HEADER)) throw new Error(`${route.url}: an idempotency route must declare the ${HEADER} header in its schema`)
+      if (!Object.keys(headers.properties ?? {}).some((name) => name.toLowerCase() === HEADER)) {
+        throw new Error(`${route.url}: an idempotency route must declare the ${HEADER} header in its schema (schemas/idempotency.ts)`)
+      }
       const preHandler = route.preHandler ?? []
       route.preHandler = [...(Array.isArray(preHandler) ? preHandler : [preHandler]), claimOrReplay]
       const onSend = route.onSend ?? []
