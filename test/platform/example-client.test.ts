@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { runPartner } from '../../examples/client/partner.js'
+import { runPartner, syncCustomer } from '../../examples/client/partner.js'
 import { retryingFetch } from '../../examples/client/retries.js'
 import { clientTypes, CLIENT_TYPES } from '../../scripts/openapi-client.js'
 import { DEMO, DEMO_PASSWORD, useTestApp } from '../helpers/app.js'
@@ -67,6 +68,27 @@ describe('the example client generated from /docs/json (examples/client)', () =>
     const { db } = await testDatabase()
     const open = await db.selectFrom('document_solicitations').select('id').where('seller_company_role_id', '=', DEMO.roles.acmeSeller).where('status', '=', 'open').execute()
     expect(open).toEqual([{ id: run.solicitation?.id }])
+  })
+
+  it('saves a customer (route 11) with a key: the answer lost, the retry gets it again, the row written once', async () => {
+    if (!ctx.app.server.listening) await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = ctx.app.server.address() as AddressInfo
+    let lost = false
+    const transport = async (request: Request): Promise<Response> => {
+      const response = await fetch(request)
+      if (!lost && new URL(request.url).pathname.includes('/customers/')) {
+        lost = true
+        throw new TypeError('fetch failed: the answer was lost')
+      }
+      return response
+    }
+    const customer = { id: randomUUID(), name: 'Partner Customer Ltda', tax_id: '11444777000161', email: 'billing@partner.example' }
+    const run = await syncCustomer(`http://127.0.0.1:${port}`, { email: 'alice@acme.example', password: DEMO_PASSWORD }, customer, { fetch: transport, baseDelayMs: 10 })
+    expect(run).toEqual({ saved: { id: customer.id, name: customer.name, updated_at: expect.any(String) }, replayed: true, retries: ['1 network error: fetch failed: the answer was lost'] })
+    const { db } = await testDatabase()
+    const rows = await db.selectFrom('customers').select(['name', 'created_at', 'updated_at']).where('id', '=', customer.id).execute()
+    expect(rows).toHaveLength(1)
+    expect(rows[0]!.updated_at.toISOString()).toBe(rows[0]!.created_at.toISOString())
   })
 
   it('never sends a POST without a key twice', async () => {
