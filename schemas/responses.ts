@@ -128,7 +128,7 @@ export function problemExample(problemCase: ProblemCase) {
 /** The problem cases shared by routes; routes narrow `when` with `when()`. */
 export const Problems = {
   parseError: {
-    status: 400, code: 'parse_error', detail: 'JSON parse error - the body is not valid JSON.', when: 'The body is not JSON (or is empty)',
+    status: 400, code: 'parse_error', detail: 'JSON parse error - the body is not valid JSON.', when: 'The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels',
   },
   notAuthenticated: {
     status: 401, code: 'not_authenticated', detail: 'Authentication credentials were not provided.', when: 'No `Authorization: Bearer <access>` header',
