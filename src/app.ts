@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto'
-import type { IncomingMessage, Server } from 'node:http'
+import type { Server } from 'node:http'
 import fastifySensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions } from 'fastify'
@@ -22,7 +21,7 @@ import { installStrictFormats } from './lib/formats.js'
 import { buildLazySerializers } from './lib/lazy-serializers.js'
 import { wellFormedJsonParser } from './lib/well-formed-json.js'
 import { loggerOptions, RequestLogController, type LogDestination } from './logging.js'
-import { traceChildLoggerFactory } from './observability/trace-context.js'
+import { gatewayCheck, GATEWAY_CHECK, requestIdGenerator, traceChildLoggerFactory } from './observability/trace-context.js'
 import marketplaceRoutes from './marketplace/plugin.js'
 import authenticationPlugin from './auth/authentication.js'
 import databasePlugin from './plugins/database.js'
@@ -49,14 +48,6 @@ export interface BuildOptions {
   seedNewEmbedded?: OpenOptions['seedNewEmbedded']
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
-
-/** Keeps the gateway's X-Request-Id when it is a sane token, else makes one. */
-function requestId(request: IncomingMessage): string {
-  const incoming = request.headers['x-request-id']
-  return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
-}
-
 /** Every secret the configuration holds, masked by value wherever a client puts one in a URL. */
 function configuredSecrets(config: Config): string[] {
   const jwtSecret = config.jwt.algorithm === 'HS256' ? [config.jwt.secret] : []
@@ -79,10 +70,13 @@ function httpTimeouts({ http }: Config): Pick<FastifyHttpOptions<Server>, 'reque
 }
 
 function serverOptions(config: Config, options: BuildOptions): FastifyServerOptions {
+  // X-Request-Id and traceparent name a request's log trail: only the gateway may choose them.
+  const fromGateway = gatewayCheck(config.trustProxy)
+  ;(globalThis as Record<symbol, unknown>)[GATEWAY_CHECK] = fromGateway // for src/tracing.ts
   return {
     logger: loggerOptions(config.logLevel, options.logDestination, configuredSecrets(config)),
-    genReqId: requestId,
-    childLoggerFactory: traceChildLoggerFactory(),
+    genReqId: requestIdGenerator(fromGateway),
+    childLoggerFactory: traceChildLoggerFactory(fromGateway),
     logController: new RequestLogController(),
     // Fastify also takes a hop count here, which its type does not spell out.
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
