@@ -16,7 +16,7 @@ import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
 import { openDatabase, type OpenOptions } from './db/open.js'
 import type { DatabaseHandle } from './db/database.js'
-import { answerClientError } from './lib/client-errors.js'
+import { answerClientError, refuseVersionlessRequests } from './lib/client-errors.js'
 import { installStrictFormats } from './lib/formats.js'
 import { buildLazySerializers } from './lib/lazy-serializers.js'
 import { wellFormedJsonParser } from './lib/well-formed-json.js'
@@ -118,6 +118,7 @@ async function counterStore(app: FastifyInstance, config: Config, options: Build
 /** Builds the whole service from a configuration; no globals, nothing listens yet. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, options)).withTypeProvider<TypeBoxTypeProvider>()
+  refuseVersionlessRequests(app.server)
   const database = options.database ?? (await openDatabase(config, app.log, { seedNewEmbedded: options.seedNewEmbedded }))
 
   app.decorateRequest('logResult', null)

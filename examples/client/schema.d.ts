@@ -364,7 +364,7 @@ export interface operations {
             /** @description The process is up */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -381,7 +381,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -395,7 +395,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -419,7 +419,7 @@ export interface operations {
             /** @description Ready to serve */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -438,7 +438,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -452,7 +452,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -476,7 +476,7 @@ export interface operations {
             /** @description The key set */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -500,7 +500,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -514,7 +514,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -546,7 +546,7 @@ export interface operations {
             /** @description The token pair */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
                     "Cache-Control": string;
@@ -564,11 +564,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: `email` or `password` is missing or malformed; `errors` lists the messages per field
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -582,10 +582,24 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -598,7 +612,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -612,7 +626,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -626,7 +640,7 @@ export interface operations {
              */
             429: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds until a new attempt may succeed */
                     "Retry-After": number;
@@ -642,7 +656,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -656,7 +670,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -688,7 +702,7 @@ export interface operations {
             /** @description The token pair, the user and their companies */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -741,11 +755,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: `email` or `password` is missing or malformed; `errors` lists the messages per field
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -759,10 +773,24 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -775,7 +803,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -789,7 +817,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -803,7 +831,7 @@ export interface operations {
              */
             429: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds until a new attempt may succeed */
                     "Retry-After": number;
@@ -819,7 +847,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -833,7 +861,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -863,7 +891,7 @@ export interface operations {
             /** @description A new access token and the next refresh token of the family */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
                     "Cache-Control": string;
@@ -881,11 +909,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: `refresh` is missing or not a string
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -899,10 +927,24 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -915,7 +957,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -929,7 +971,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -943,7 +985,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -957,7 +999,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -981,7 +1023,7 @@ export interface operations {
             /** @description The caller's companies, each with the company roles the caller is an active member of */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1017,7 +1059,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1033,7 +1075,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1047,7 +1089,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1082,7 +1124,7 @@ export interface operations {
             /** @description The seller's checklist */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1156,7 +1198,7 @@ export interface operations {
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1171,7 +1213,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1188,7 +1230,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1202,7 +1244,7 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1216,7 +1258,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1230,7 +1272,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1284,7 +1326,7 @@ export interface operations {
             /** @description The solicitation, open */
             201: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1326,11 +1368,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: A path id is not a UUID, or a body field is malformed (`due_date` in the past, an unknown `document_types` entry…)
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1345,7 +1387,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1362,7 +1404,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1377,7 +1419,21 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1392,7 +1448,7 @@ export interface operations {
              */
             409: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1406,7 +1462,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1420,7 +1476,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1434,7 +1490,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1448,7 +1504,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1483,7 +1539,7 @@ export interface operations {
             /** @description The partner's presence */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1513,7 +1569,7 @@ export interface operations {
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1528,7 +1584,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1544,7 +1600,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1558,7 +1614,7 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1572,7 +1628,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1586,7 +1642,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1621,7 +1677,7 @@ export interface operations {
             /** @description Removed; no body */
             204: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1633,7 +1689,7 @@ export interface operations {
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1648,7 +1704,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1664,7 +1720,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1678,7 +1734,7 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1693,7 +1749,7 @@ export interface operations {
              */
             409: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1707,7 +1763,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1721,7 +1777,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1772,7 +1828,7 @@ export interface operations {
             /** @description The customer as stored (created, updated or unchanged) */
             201: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1812,11 +1868,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: A path id is not a UUID, or a field is malformed: `tax_id` check digits, `email`, `phone` (E.164)…
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1831,7 +1887,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1848,7 +1904,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1862,7 +1918,21 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1877,7 +1947,7 @@ export interface operations {
              */
             409: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1891,7 +1961,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1905,7 +1975,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1919,7 +1989,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1933,7 +2003,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1968,7 +2038,7 @@ export interface operations {
             /** @description The documents of the title */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2029,7 +2099,7 @@ export interface operations {
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2044,7 +2114,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -2060,7 +2130,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2074,7 +2144,7 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2088,7 +2158,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2102,7 +2172,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -2160,7 +2230,7 @@ export interface operations {
             /** @description Stored (and applied, when new) */
             201: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2176,11 +2246,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: The body is not a notification object (`event.name`, `event.occurred_at`, `document.key`)
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2194,7 +2264,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -2210,7 +2280,21 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2224,7 +2308,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2238,7 +2322,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2252,7 +2336,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2266,7 +2350,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -2309,7 +2393,7 @@ export interface operations {
             /** @description The account is confirmed and a session starts */
             201: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
                     "Cache-Control": string;
@@ -2343,11 +2427,25 @@ export interface operations {
              * @description Bad Request:
              *     - `invalid_link`: A malformed `uidb64`, an unknown or already confirmed user, or a wrong, tampered, expired or used token
              *     - `invalid`: `password` is not 8 to 1024 characters
-             *     - `parse_error`: The body is not JSON (an empty body is `{}`)
+             *     - `parse_error`: The body is not JSON (an empty body is `{}`), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2361,7 +2459,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2375,7 +2473,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2389,7 +2487,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2403,7 +2501,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
