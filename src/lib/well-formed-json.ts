@@ -27,15 +27,36 @@ const isWellFormed = (text: string): boolean => !LONE_SURROGATE.test(text)
 
 /** A value still to look at, and where it sits: a chain to its parent, made into a path only when needed. */
 interface Entry {
-  key: string
+  key: string | number
   value: unknown
   parent: Entry | undefined
+  /** Its key is not well-formed: the object holding it is named. */
+  badKey?: true
 }
 
 function fieldName(entry: Entry | undefined): string {
-  const path: string[] = []
+  const path: (string | number)[] = []
   for (let at = entry; at?.parent !== undefined; at = at.parent) path.push(at.key)
   return path.reverse().join('.') || 'non_field_errors'
+}
+
+const mayHoldText = (value: unknown): boolean => typeof value === 'string' || (typeof value === 'object' && value !== null)
+
+/** The entries of an array or object worth a look, pushed last first so that they are looked at in order. */
+function pushChildren(stack: Entry[], parent: Entry, item: object): void {
+  if (Array.isArray(item)) {
+    for (let index = item.length - 1; index >= 0; index -= 1) {
+      if (mayHoldText(item[index])) stack.push({ key: index, value: item[index] as unknown, parent })
+    }
+    return
+  }
+  const keys = Object.keys(item)
+  for (let index = keys.length - 1; index >= 0; index -= 1) {
+    const key = keys[index]!
+    const value = (item as Record<string, unknown>)[key]
+    if (!isWellFormed(key)) stack.push({ key, value, parent, badKey: true })
+    else if (mayHoldText(value)) stack.push({ key, value, parent })
+  }
 }
 
 /**
@@ -46,17 +67,11 @@ function fieldName(entry: Entry | undefined): string {
 export function illFormedTextPath(value: unknown): string | undefined {
   const stack: Entry[] = [{ key: '', value, parent: undefined }]
   for (let entry = stack.pop(); entry !== undefined; entry = stack.pop()) {
-    if (entry.parent !== undefined && !isWellFormed(entry.key)) return fieldName(entry.parent)
+    if (entry.badKey) return fieldName(entry.parent)
     const item = entry.value
     if (typeof item === 'string') {
       if (!isWellFormed(item)) return fieldName(entry)
-    } else if (typeof item === 'object' && item !== null) {
-      const children = Object.entries(item)
-      for (let index = children.length - 1; index >= 0; index -= 1) {
-        const [key, child] = children[index]!
-        stack.push({ key, value: child, parent: entry })
-      }
-    }
+    } else if (typeof item === 'object' && item !== null) pushChildren(stack, entry, item)
   }
   return undefined
 }

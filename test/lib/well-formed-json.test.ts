@@ -19,6 +19,12 @@ describe('illFormedTextPath', () => {
     expect(illFormedTextPath({ ['x\udfff']: 1 })).toBe('non_field_errors')
   })
 
+  it('names the first in document order, a bad key or a bad string', () => {
+    expect(illFormedTextPath({ a: { b: 'x\ud800' }, ['c\udfff']: 1 })).toBe('a.b')
+    expect(illFormedTextPath({ ['c\udfff']: 1, a: { b: 'x\ud800' } })).toBe('non_field_errors')
+    expect(illFormedTextPath([1, null, true, [{ k: ['ok', 2, 'z\udc00'] }]])).toBe('3.0.k.2')
+  })
+
   it('walks a value 100,000 levels deep in one pass, without the call stack', () => {
     let value: unknown = 'a\ud800'
     for (let level = 0; level < 100_000; level += 1) value = [value]
