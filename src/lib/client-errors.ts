@@ -69,4 +69,3 @@ export function refuseVersionlessRequests(server: Server): void {
       .end(body)
   })
 }
-

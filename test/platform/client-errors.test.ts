@@ -137,4 +137,3 @@ describe('a body still arriving when HANDLER_TIMEOUT runs out (issue 26, item 8)
     }
   })
 })
-
