@@ -98,6 +98,8 @@ const maskStillEncoded = (text: string): string =>
 /** Every occurrence of `secret` (lower-cased) in `text`, in any case, masked; one pass. */
 function maskEvery(text: string, secret: string): string {
   const lower = text.toLowerCase()
+  // Lower-casing may lengthen a character (İ): then the lower-cased text is masked, so that positions match.
+  if (lower.length !== text.length) text = lower
   let masked = ''
   let from = 0
   for (let at = lower.indexOf(secret); at !== -1; at = lower.indexOf(secret, from)) {
