@@ -44,7 +44,8 @@ COPY --from=build /app/dist ./dist
 # nothing is written, and an image VOLUME would leave an anonymous volume behind each container.
 RUN mkdir /app/data && chown node:node /app/data
 USER node
-# 9464: Prometheus metrics (METRICS_PORT), for the scraper, not the gateway.
+# 9464: Prometheus metrics (METRICS_PORT), for the scraper, not the gateway: on 127.0.0.1 unless
+# METRICS_HOST=0.0.0.0 (compose.yaml sets it, on its internal network; never publish this port).
 EXPOSE 3000 9464
 # Liveness, not readiness: a database outage makes every instance not-ready at once, and restarting
 # them would not bring the database back (readiness is for the gateway or orchestrator: /health/ready).

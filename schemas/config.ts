@@ -50,6 +50,7 @@ export const EnvironmentSchema = Type.Object({
   CONNECTION_TIMEOUT: Type.Optional(Duration),
   ALLOW_DEMO_SECRETS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
   METRICS_PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
+  METRICS_HOST: Type.Optional(NonEmpty),
   HELPER_THREAD_NICENESS: Type.Optional(Type.String({ pattern: '^(1?[0-9])$' })),
 })
 

@@ -91,6 +91,7 @@ export const esignWebhookRouteSchema = {
         when: 'With `ESIGN_WEBHOOK_HMAC_KEY` set: `Content-Hmac` is missing or wrong',
       },
       when(Problems.notFound, 'Unknown secret, as for a route that does not exist'),
+      Problems.requestTimeout,
       when(Problems.payloadTooLarge, 'The body is over 1 MiB'),
       Problems.unsupportedMediaType,
     ],

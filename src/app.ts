@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto'
-import type { IncomingMessage, Server } from 'node:http'
+import type { Server } from 'node:http'
 import fastifySensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions } from 'fastify'
@@ -17,12 +16,12 @@ import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
 import { openDatabase, type OpenOptions } from './db/open.js'
 import type { DatabaseHandle } from './db/database.js'
-import { answerClientError } from './lib/client-errors.js'
+import { answerClientError, refuseVersionlessRequests } from './lib/client-errors.js'
 import { installStrictFormats } from './lib/formats.js'
 import { buildLazySerializers } from './lib/lazy-serializers.js'
 import { wellFormedJsonParser } from './lib/well-formed-json.js'
 import { loggerOptions, RequestLogController, type LogDestination } from './logging.js'
-import { traceChildLoggerFactory } from './observability/trace-context.js'
+import { gatewayCheck, GATEWAY_CHECK, requestIdGenerator, traceChildLoggerFactory } from './observability/trace-context.js'
 import marketplaceRoutes from './marketplace/plugin.js'
 import authenticationPlugin from './auth/authentication.js'
 import databasePlugin from './plugins/database.js'
@@ -50,14 +49,6 @@ export interface BuildOptions {
   seedNewEmbedded?: OpenOptions['seedNewEmbedded']
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
-
-/** Keeps the gateway's X-Request-Id when it is a sane token, else makes one. */
-function requestId(request: IncomingMessage): string {
-  const incoming = request.headers['x-request-id']
-  return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
-}
-
 /** Every secret the configuration holds, masked by value wherever a client puts one in a URL. */
 function configuredSecrets(config: Config): string[] {
   const jwtSecret = config.jwt.algorithm === 'HS256' ? [config.jwt.secret] : []
@@ -80,10 +71,13 @@ function httpTimeouts({ http }: Config): Pick<FastifyHttpOptions<Server>, 'reque
 }
 
 function serverOptions(config: Config, options: BuildOptions): FastifyServerOptions {
+  // X-Request-Id and traceparent name a request's log trail: only the gateway may choose them.
+  const fromGateway = gatewayCheck(config.trustProxy)
+  ;(globalThis as Record<symbol, unknown>)[GATEWAY_CHECK] = fromGateway // for src/tracing.ts
   return {
     logger: loggerOptions(config.logLevel, options.logDestination, configuredSecrets(config)),
-    genReqId: requestId,
-    childLoggerFactory: traceChildLoggerFactory(),
+    genReqId: requestIdGenerator(fromGateway),
+    childLoggerFactory: traceChildLoggerFactory(fromGateway),
     logController: new RequestLogController(),
     // Fastify also takes a hop count here, which its type does not spell out.
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
@@ -125,6 +119,7 @@ async function counterStore(app: FastifyInstance, config: Config, options: Build
 /** Builds the whole service from a configuration; no globals, nothing listens yet. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, options)).withTypeProvider<TypeBoxTypeProvider>()
+  refuseVersionlessRequests(app.server)
   const database = options.database ?? (await openDatabase(config, app.log, { seedNewEmbedded: options.seedNewEmbedded }))
 
   app.decorateRequest('logResult', null)

@@ -49,6 +49,8 @@ export interface Config {
   passwordHashQueuePerThread: number
   /** Port of the Prometheus metrics server (GET /metrics), apart from the API's; undefined: no metrics served. */
   metricsPort: number | undefined
+  /** Where the metrics server listens: loopback unless told (it shows the Node version, heap and counters). */
+  metricsHost: string
   /** Nice value (0 to 19) for every thread but the event loop's, password hashing's among them; 0 leaves them alone. */
   helperThreadNiceness: number
 }
@@ -233,6 +235,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     passwordHashQueuePerThread: Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),
     helperThreadNiceness: Number(env.HELPER_THREAD_NICENESS ?? 10),
     metricsPort,
+    metricsHost: env.METRICS_HOST ?? '127.0.0.1',
   }
 }
 

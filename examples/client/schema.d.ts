@@ -368,7 +368,7 @@ export interface operations {
             /** @description The process is up */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -385,7 +385,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -399,7 +399,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -423,7 +423,7 @@ export interface operations {
             /** @description Ready to serve */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -442,7 +442,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -456,7 +456,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -480,7 +480,7 @@ export interface operations {
             /** @description The key set */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -504,7 +504,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -518,7 +518,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -550,7 +550,7 @@ export interface operations {
             /** @description The token pair */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
                     "Cache-Control": string;
@@ -568,11 +568,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: `email` or `password` is missing or malformed; `errors` lists the messages per field
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -586,10 +586,24 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -602,7 +616,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -616,7 +630,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -630,7 +644,7 @@ export interface operations {
              */
             429: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds until a new attempt may succeed */
                     "Retry-After": number;
@@ -646,7 +660,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -660,7 +674,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -692,7 +706,7 @@ export interface operations {
             /** @description The token pair, the user and their companies */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -745,11 +759,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: `email` or `password` is missing or malformed; `errors` lists the messages per field
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -763,10 +777,24 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -779,7 +807,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -793,7 +821,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -807,7 +835,7 @@ export interface operations {
              */
             429: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds until a new attempt may succeed */
                     "Retry-After": number;
@@ -823,7 +851,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -837,7 +865,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -867,7 +895,7 @@ export interface operations {
             /** @description A new access token and the next refresh token of the family */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
                     "Cache-Control": string;
@@ -885,11 +913,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: `refresh` is missing or not a string
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -903,10 +931,24 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -919,7 +961,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -933,7 +975,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -947,7 +989,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -961,7 +1003,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -985,7 +1027,7 @@ export interface operations {
             /** @description The caller's companies, each with the company roles the caller is an active member of */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1021,7 +1063,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1037,7 +1079,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1051,7 +1093,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1086,7 +1128,7 @@ export interface operations {
             /** @description The seller's checklist */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1160,7 +1202,7 @@ export interface operations {
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1175,7 +1217,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1192,7 +1234,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1206,7 +1248,7 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1220,7 +1262,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1234,7 +1276,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1294,7 +1336,7 @@ export interface operations {
             /** @description The solicitation, open */
             201: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description `true` when this answer replays the first answer to the request's `Idempotency-Key`; absent otherwise */
                     "Idempotent-Replayed"?: string;
@@ -1338,11 +1380,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: A path id is not a UUID, or a body field is malformed (`due_date` in the past, an unknown `document_types` entry…)
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1357,7 +1399,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1374,7 +1416,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1389,7 +1431,21 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1405,7 +1461,7 @@ export interface operations {
              */
             409: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying (with `idempotency_key_in_use`) */
                     "Retry-After"?: number;
@@ -1421,7 +1477,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1435,7 +1491,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1463,7 +1519,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1477,7 +1533,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1512,7 +1568,7 @@ export interface operations {
             /** @description The partner's presence */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1542,7 +1598,7 @@ export interface operations {
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1557,7 +1613,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1573,7 +1629,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1587,7 +1643,7 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1601,7 +1657,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1615,7 +1671,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1650,7 +1706,7 @@ export interface operations {
             /** @description Removed; no body */
             204: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1662,7 +1718,7 @@ export interface operations {
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1677,7 +1733,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1693,7 +1749,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1707,7 +1763,7 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1722,7 +1778,7 @@ export interface operations {
              */
             409: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1736,7 +1792,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1750,7 +1806,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1807,7 +1863,7 @@ export interface operations {
             /** @description The customer as stored (created, updated or unchanged) */
             201: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description `true` when this answer replays the first answer to the request's `Idempotency-Key`; absent otherwise */
                     "Idempotent-Replayed"?: string;
@@ -1849,11 +1905,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: A path id is not a UUID, or a field is malformed: `tax_id` check digits, `email`, `phone` (E.164)…
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1868,7 +1924,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1885,7 +1941,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1899,7 +1955,21 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1915,7 +1985,7 @@ export interface operations {
              */
             409: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying (with `idempotency_key_in_use`) */
                     "Retry-After"?: number;
@@ -1931,7 +2001,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1945,7 +2015,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1973,7 +2043,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1987,7 +2057,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -2022,7 +2092,7 @@ export interface operations {
             /** @description The documents of the title */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2083,7 +2153,7 @@ export interface operations {
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2098,7 +2168,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -2114,7 +2184,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2128,7 +2198,7 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2142,7 +2212,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2156,7 +2226,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -2214,7 +2284,7 @@ export interface operations {
             /** @description Stored (and applied, when new) */
             201: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2230,11 +2300,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: The body is not a notification object (`event.name`, `event.occurred_at`, `document.key`)
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2248,7 +2318,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -2264,7 +2334,21 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2278,7 +2362,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2292,7 +2376,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2306,7 +2390,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2320,7 +2404,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -2369,7 +2453,7 @@ export interface operations {
             /** @description The account is confirmed and a session starts */
             201: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
                     "Cache-Control": string;
@@ -2405,11 +2489,25 @@ export interface operations {
              * @description Bad Request:
              *     - `invalid_link`: A malformed `uidb64`, an unknown or already confirmed user, or a wrong, tampered, expired or used token
              *     - `invalid`: `password` is not 8 to 1024 characters
-             *     - `parse_error`: The body is not JSON (an empty body is `{}`)
+             *     - `parse_error`: The body is not JSON (an empty body is `{}`), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2439,7 +2537,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2453,7 +2551,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2481,7 +2579,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2495,7 +2593,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;

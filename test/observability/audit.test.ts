@@ -10,7 +10,7 @@ const HMAC_KEY = 'audit-test-hmac-key-0123456789'
 const lines: string[] = []
 const logDestination: LogDestination = { write: (line: string) => void lines.push(line) }
 const context = useTestApp(
-  { LOG_LEVEL: 'info', LOGIN_FAILURES_PER_CLIENT: '2', LOGIN_FAILURE_WINDOW: '60', ESIGN_WEBHOOK_HMAC_KEY: HMAC_KEY },
+  { LOG_LEVEL: 'info', LOGIN_FAILURES_PER_CLIENT: '2', LOGIN_FAILURE_WINDOW: '60', ESIGN_WEBHOOK_HMAC_KEY: HMAC_KEY, TRUST_PROXY: '127.0.0.1' },
   { logDestination },
 )
 
