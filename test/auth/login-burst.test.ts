@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { afterAll, describe, expect, it } from 'vitest'
-import { RedisCounterStore } from '../../src/auth/login-throttle.js'
+import { IN_FLIGHT, MemoryCounterStore, RedisCounterStore, type CounterStore } from '../../src/auth/login-throttle.js'
 import { buildTestApp, DEMO_PASSWORD, problemOf, useTestApp } from '../helpers/app.js'
 
 // Issue 27 item 2: a burst of the rightful owner's logins is served; a burst of guesses is still
@@ -152,4 +152,27 @@ describe('a burst with the counters in Redis, two instances', () => {
       await Promise.all([first.close(), second.close()])
     }
   })
+
+  it('ends the place of an attempt whose instance died mid-check with its lease', async () => {
+    await expectLeaseEnds(new RedisCounterStore(redis, prefix))
+  })
 })
+
+describe('the counters in memory', () => {
+  it('end the place of an attempt never settled with its lease too', async () => {
+    await expectLeaseEnds(new MemoryCounterStore())
+  })
+})
+
+/** An attempt never settled holds its place for its lease only. */
+async function expectLeaseEnds(store: CounterStore): Promise<void> {
+  const counters = [{ key: `lease-${Date.now()}`, limit: 1 }]
+  expect(await store.reserve('dead instance', counters, 300, 60_000)).toBe(0)
+  expect(await store.reserve('next', counters, 300, 60_000)).toBe(IN_FLIGHT)
+  await sleep(400)
+  expect(await store.reserve('next', counters, 300, 60_000)).toBe(0)
+  await store.settle('next', [{ key: counters[0]!.key, settlement: 'failed' }], 60_000)
+  const blockedMs = await store.reserve('third', counters, 300, 60_000)
+  expect(blockedMs).toBeGreaterThan(59_000)
+  expect(blockedMs).toBeLessThanOrEqual(60_000)
+}
