@@ -163,7 +163,7 @@ export const Problems = {
   },
   throttled: {
     status: 429, code: 'throttled', detail: 'Request was throttled. Expected available in 60 seconds.',
-    when: 'Too many failed logins from this client for this e-mail, or for this account; wait `Retry-After` seconds',
+    when: 'Too many failed logins from this client for this e-mail, for this account or from this address; `Retry-After` is the real wait: the rest of the window, or a second or two when only attempts still being checked hold the limit (concurrent logins wait for those instead)',
   },
   serverError: {
     status: 500, code: 'server_error', detail: 'A server error occurred.',

@@ -42,7 +42,8 @@ export interface Config {
   logLevel: string
   /** Seconds: whole request received (slow bodies end as 408), idle keep-alive, idle socket. */
   http: { requestTimeout: number; keepAliveTimeout: number; connectionTimeout: number }
-  loginThrottle: { perClient: number; perAccount: number; perAddress: number; windowSeconds: number }
+  /** burstWaitMs: how long a login waits for the attempts in flight that hold a limit, before 429. */
+  loginThrottle: { perClient: number; perAccount: number; perAddress: number; windowSeconds: number; burstWaitMs: number }
   /** A failed login is answered no sooner than this many ms after it began, whatever the stored hash. */
   loginFailureMinMs: number
   /** Password hashes allowed to wait per hashing thread; beyond, a login is 503 at once. */
@@ -230,6 +231,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
       perAccount: Number(env.LOGIN_FAILURES_PER_ACCOUNT ?? 20),
       perAddress: Number(env.LOGIN_FAILURES_PER_ADDRESS ?? 30),
       windowSeconds: loginWindow,
+      burstWaitMs: milliseconds(env.LOGIN_BURST_WAIT, '5s'),
     },
     loginFailureMinMs: Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
     passwordHashQueuePerThread: Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),

@@ -75,7 +75,7 @@ export interface paths {
         put?: never;
         /**
          * Obtain an access and a refresh token
-         * @description E-mail (case-insensitive, trimmed) and password. Send the `access` token as `Authorization: Bearer <access>` (valid 5 minutes); renew it with the refresh route (the `refresh` token is valid 1 day). Every failure is `401 no_active_account`; repeated failures are `429` with `Retry-After`.
+         * @description E-mail (case-insensitive, trimmed) and password. Send the `access` token as `Authorization: Bearer <access>` (valid 5 minutes); renew it with the refresh route (the `refresh` token is valid 1 day). Every failure is `401 no_active_account`; repeated failures are `429` with `Retry-After`. Concurrent logins of one e-mail from one client wait for each other, so a burst of correct ones is served.
          */
         post: operations["obtainTokenPair"];
         delete?: never;
@@ -640,7 +640,7 @@ export interface operations {
             };
             /**
              * @description Too Many Requests:
-             *     - `throttled`: Too many failed logins from this client for this e-mail, or for this account; wait `Retry-After` seconds
+             *     - `throttled`: Too many failed logins from this client for this e-mail, for this account or from this address; `Retry-After` is the real wait: the rest of the window, or a second or two when only attempts still being checked hold the limit (concurrent logins wait for those instead)
              */
             429: {
                 headers: {
@@ -831,7 +831,7 @@ export interface operations {
             };
             /**
              * @description Too Many Requests:
-             *     - `throttled`: Too many failed logins from this client for this e-mail, or for this account; wait `Retry-After` seconds
+             *     - `throttled`: Too many failed logins from this client for this e-mail, for this account or from this address; `Retry-After` is the real wait: the rest of the window, or a second or two when only attempts still being checked hold the limit (concurrent logins wait for those instead)
              */
             429: {
                 headers: {

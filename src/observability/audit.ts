@@ -9,7 +9,7 @@ import type { FastifyBaseLogger } from 'fastify'
 export const AUDIT_EVENTS = {
   /** A spent refresh token was presented again: its whole family is revoked (warn). */
   refreshTokenReplayed: 'refresh_token_replayed',
-  /** A login attempt refused with 429 by the failure counters (warn). */
+  /** A login attempt refused with 429: `reason` failures in the window, or attempts in flight that outlasted the wait (warn). */
   loginThrottled: 'login_throttled',
   /** A webhook delivery with a wrong path secret or Content-Hmac (warn). */
   webhookRejected: 'webhook_rejected',
@@ -35,9 +35,15 @@ export const audit = {
       'spent refresh token presented again: token family revoked',
     )
   },
-  loginThrottled(log: Log, fields: { email: string; clientAddress: string }): void {
+  loginThrottled(log: Log, fields: { email: string; clientAddress: string; reason: string | undefined; retryAfter: string | undefined }): void {
     log.warn(
-      { event: AUDIT_EVENTS.loginThrottled, email_digest: emailDigest(fields.email), client_address: fields.clientAddress },
+      {
+        event: AUDIT_EVENTS.loginThrottled,
+        email_digest: emailDigest(fields.email),
+        client_address: fields.clientAddress,
+        reason: fields.reason,
+        retry_after: fields.retryAfter === undefined ? undefined : Number(fields.retryAfter),
+      },
       'login attempt throttled',
     )
   },

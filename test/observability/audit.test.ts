@@ -73,8 +73,9 @@ describe('audit events (issue 19)', () => {
     expect(statuses).toEqual([401, 401, 429])
     const events = eventLines(AUDIT_EVENTS.loginThrottled)
     expect(events).toHaveLength(1)
-    expect(events[0]).toMatchObject({ level: WARN, email_digest: emailDigest(email), client_address: CLIENT })
+    expect(events[0]).toMatchObject({ level: WARN, email_digest: emailDigest(email), client_address: CLIENT, reason: 'failures' })
     expect(events[0]!.email_digest).toMatch(/^[0-9a-f]{16}$/)
+    expect(events[0]!.retry_after).toBeGreaterThan(0)
     expectNowhere('wrong-password-9', 'carol@acme.example', email)
   })
 
