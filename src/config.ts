@@ -195,6 +195,12 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
   if (databaseConnectTimeoutMs === 0 || databaseStatementTimeoutMs === 0) {
     throw new ConfigError('DATABASE_CONNECT_TIMEOUT / DATABASE_STATEMENT_TIMEOUT: must be above 0 (a stalled database would hang requests)')
   }
+  const handlerTimeoutMs = milliseconds(env.HANDLER_TIMEOUT, '10s')
+  const loginBurstWaitMs = milliseconds(env.LOGIN_BURST_WAIT, '5s')
+  // A login waiting for its burst past the handler's bound would be answered 503 instead of served.
+  if (handlerTimeoutMs > 0 && loginBurstWaitMs + 1000 > handlerTimeoutMs) {
+    throw new ConfigError('LOGIN_BURST_WAIT: must stay at least 1s below HANDLER_TIMEOUT (a waiting login would be answered 503)')
+  }
   return {
     env: env.NODE_ENV ?? 'development',
     port,
@@ -204,7 +210,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     databasePreparedStatements: env.DATABASE_PREPARED_STATEMENTS !== 'false',
     databaseConnectTimeoutMs,
     databaseStatementTimeoutMs,
-    handlerTimeoutMs: milliseconds(env.HANDLER_TIMEOUT, '10s'),
+    handlerTimeoutMs,
     drain,
     pgliteDir: env.PGLITE_DIR ?? './data/pglite',
     jwt: { ...loadJwtKeys(env, secret('JWT_SIGNING_KEY')), issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE },
@@ -231,7 +237,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
       perAccount: Number(env.LOGIN_FAILURES_PER_ACCOUNT ?? 20),
       perAddress: Number(env.LOGIN_FAILURES_PER_ADDRESS ?? 30),
       windowSeconds: loginWindow,
-      burstWaitMs: milliseconds(env.LOGIN_BURST_WAIT, '5s'),
+      burstWaitMs: loginBurstWaitMs,
     },
     loginFailureMinMs: Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
     passwordHashQueuePerThread: Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),

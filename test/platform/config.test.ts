@@ -111,5 +111,7 @@ describe('database settings', () => {
     })
     expect(() => loadConfig({ DATABASE_STATEMENT_TIMEOUT: '0' })).toThrowError('DATABASE_STATEMENT_TIMEOUT')
     expect(() => loadConfig({ DRAIN_DELAY: '20s', SHUTDOWN_TIMEOUT: '20s' })).toThrowError('SHUTDOWN_TIMEOUT')
+    expect(() => loadConfig({ LOGIN_BURST_WAIT: '10s' })).toThrowError('LOGIN_BURST_WAIT')
+    expect(loadConfig({ LOGIN_BURST_WAIT: '12s', HANDLER_TIMEOUT: '15s' }).loginThrottle.burstWaitMs).toBe(12_000)
   })
 })
