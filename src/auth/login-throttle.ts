@@ -20,6 +20,8 @@ export interface CounterStore {
   reserve(counters: CounterLimit[], windowMs: number): Promise<number>
   /** Gives back one count on each of `keys`, and clears the counters `clear` altogether. */
   release(keys: string[], clear?: string[]): Promise<void>
+  /** Without counting: the milliseconds until the counters at their limit reset, 0 when none is. */
+  blockedMs(counters: CounterLimit[]): Promise<number>
 }
 
 /** One process's counters; bounded so that a flood of distinct keys cannot exhaust memory. */
@@ -28,13 +30,13 @@ export class MemoryCounterStore implements CounterStore {
 
   constructor(private readonly maxKeys = 100_000) {}
 
+  async blockedMs(counters: CounterLimit[]): Promise<number> {
+    return this.blockedNow(counters)
+  }
+
   // No await between the check and the counting: atomic within the event loop.
   async reserve(counters: CounterLimit[], windowMs: number): Promise<number> {
-    let blockedMs = 0
-    for (const { key, limit } of counters) {
-      const entry = this.live(key)
-      if (entry && entry.count >= limit) blockedMs = Math.max(blockedMs, entry.expiresAt - Date.now(), 1)
-    }
+    const blockedMs = this.blockedNow(counters)
     if (blockedMs > 0) return blockedMs
     for (const { key } of counters) {
       const entry = this.live(key)
@@ -59,6 +61,15 @@ export class MemoryCounterStore implements CounterStore {
 
   clear(): void {
     this.counters.clear()
+  }
+
+  private blockedNow(counters: CounterLimit[]): number {
+    let blockedMs = 0
+    for (const { key, limit } of counters) {
+      const entry = this.live(key)
+      if (entry && entry.count >= limit) blockedMs = Math.max(blockedMs, entry.expiresAt - Date.now(), 1)
+    }
+    return blockedMs
   }
 
   private live(key: string) {
@@ -101,6 +112,19 @@ end
 return 0
 `
 
+/** KEYS: the counters; ARGV[i]: the limit of KEYS[i]. The reserve script's check, counting nothing. */
+const BLOCKED_SCRIPT = `
+local blocked = 0
+for i, key in ipairs(KEYS) do
+  if tonumber(redis.call('GET', key) or '0') >= tonumber(ARGV[i]) then
+    local ttl = redis.call('PTTL', key)
+    if ttl < 1 then ttl = 1 end
+    if ttl > blocked then blocked = ttl end
+  end
+end
+return blocked
+`
+
 /** KEYS[1..ARGV[1]]: give back one count; the other KEYS: clear. */
 const RELEASE_SCRIPT = `
 local given = tonumber(ARGV[1])
@@ -118,9 +142,10 @@ export class RedisCounterStore implements CounterStore {
     // EVALSHA with a fallback to EVAL: the script text is sent once per connection.
     redis.defineCommand('loginThrottleReserve', { lua: RESERVE_SCRIPT })
     redis.defineCommand('loginThrottleRelease', { lua: RELEASE_SCRIPT })
+    redis.defineCommand('loginThrottleBlocked', { lua: BLOCKED_SCRIPT })
   }
 
-  private command(name: 'loginThrottleReserve' | 'loginThrottleRelease'): ScriptCommand {
+  private command(name: 'loginThrottleReserve' | 'loginThrottleRelease' | 'loginThrottleBlocked'): ScriptCommand {
     return (this.redis as unknown as Record<string, ScriptCommand>)[name]!.bind(this.redis)
   }
 
@@ -133,6 +158,11 @@ export class RedisCounterStore implements CounterStore {
   async release(keys: string[], clear: string[] = []): Promise<void> {
     const all = [...keys, ...clear].map((key) => this.prefix + key)
     if (all.length > 0) await this.command('loginThrottleRelease')(all.length, ...all, keys.length)
+  }
+
+  async blockedMs(counters: CounterLimit[]): Promise<number> {
+    const keys = counters.map(({ key }) => this.prefix + key)
+    return Number(await this.command('loginThrottleBlocked')(keys.length, ...keys, ...counters.map(({ limit }) => limit)))
   }
 }
 
@@ -155,6 +185,10 @@ export class FallbackCounterStore implements CounterStore {
     return this.attempt((store) => store.release(keys, clear))
   }
 
+  blockedMs(counters: CounterLimit[]) {
+    return this.attempt((store) => store.blockedMs(counters))
+  }
+
   private async attempt<T>(operation: (store: CounterStore) => Promise<T>): Promise<T> {
     try {
       return await operation(this.primary)
@@ -173,6 +207,14 @@ export interface ThrottleLimits {
   /** Failures per client address, whatever the e-mail (password spraying, hashing floods). */
   perAddress: number
   windowSeconds: number
+}
+
+/** The 429 of a counter at its limit, with the whole seconds until it resets as Retry-After. */
+function throttled(blockedMs: number): Error {
+  const retryAfter = Math.max(1, Math.ceil(blockedMs / 1000))
+  return problem(429, 'throttled', `Request was throttled. Expected available in ${retryAfter} seconds.`, {
+    headers: { 'retry-after': String(retryAfter) },
+  })
 }
 
 /** Keys carry a digest of the e-mail, not the address itself. */
@@ -210,15 +252,41 @@ export class LoginThrottle {
       ],
       this.limits.windowSeconds * 1000,
     )
-    if (blockedMs > 0) {
-      const retryAfter = Math.max(1, Math.ceil(blockedMs / 1000))
-      throw problem(429, 'throttled', `Request was throttled. Expected available in ${retryAfter} seconds.`, {
-        headers: { 'retry-after': String(retryAfter) },
-      })
-    }
+    if (blockedMs > 0) throw throttled(blockedMs)
     return {
       succeeded: () => this.store.release([keys.account, keys.address], [keys.client]),
       cancelled: () => this.store.release([keys.client, keys.account, keys.address]),
     }
+  }
+}
+
+/**
+ * Failures per client address at one door other than the login (the webhook's path secret), in the
+ * same stores as the login counters. Only failures count, each atomically with its check against
+ * the limit, so that a burst of wrong attempts stops at the limit; a right attempt counts nothing,
+ * but an address at the limit is refused whatever it sends, else a right answer would still tell
+ * itself apart from the wrong ones.
+ */
+export class AddressFailureLimit {
+  constructor(
+    private readonly store: CounterStore,
+    private readonly door: string,
+    private readonly limits: { perAddress: number; windowSeconds: number },
+  ) {}
+
+  private counter(clientIp: string): CounterLimit {
+    return { key: `${this.door}:address:${clientIp}`, limit: this.limits.perAddress }
+  }
+
+  /** A right attempt: throws 429 with Retry-After when the address is at its limit, else counts nothing. */
+  async admit(clientIp: string): Promise<void> {
+    const blockedMs = await this.store.blockedMs([this.counter(clientIp)])
+    if (blockedMs > 0) throw throttled(blockedMs)
+  }
+
+  /** A wrong attempt: counts it, or throws 429 with Retry-After when the address is already at its limit. */
+  async fail(clientIp: string): Promise<void> {
+    const blockedMs = await this.store.reserve([this.counter(clientIp)], this.limits.windowSeconds * 1000)
+    if (blockedMs > 0) throw throttled(blockedMs)
   }
 }
