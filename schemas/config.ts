@@ -48,8 +48,8 @@ export const EnvironmentSchema = Type.Object({
   REQUEST_TIMEOUT: Type.Optional(Duration),
   KEEP_ALIVE_TIMEOUT: Type.Optional(Duration),
   CONNECTION_TIMEOUT: Type.Optional(Duration),
-  ALLOW_DEMO_SECRETS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
   ALLOW_DEMO_DATA: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
+  ALLOW_DEMO_SECRETS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
   METRICS_PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
   HELPER_THREAD_NICENESS: Type.Optional(Type.String({ pattern: '^(1?[0-9])$' })),
 })

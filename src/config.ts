@@ -36,6 +36,8 @@ export interface Config {
   legacySecretKey: string
   legacySecretKeyFallbacks: string[]
   linkTtl: number
+  /** Whether demo data may be loaded (a new embedded database, `seed`): always outside production, there only with ALLOW_DEMO_DATA=true. */
+  demoData: boolean
   esignWebhookSecrets: string[]
   esignWebhookHmacKey: string | undefined
   redisUrl: string | undefined
@@ -50,8 +52,6 @@ export interface Config {
   passwordHashQueuePerThread: number
   /** Port of the Prometheus metrics server (GET /metrics), apart from the API's; undefined: no metrics served. */
   metricsPort: number | undefined
-  /** Whether demo data may be loaded (a new embedded database, `seed`): always outside production, there only with ALLOW_DEMO_DATA=true. */
-  demoData: boolean
   /** Nice value (0 to 19) for every thread but the event loop's, password hashing's among them; 0 leaves them alone. */
   helperThreadNiceness: number
 }
