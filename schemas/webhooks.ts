@@ -92,9 +92,9 @@ export const esignWebhookRouteSchema = {
         when: 'With `ESIGN_WEBHOOK_HMAC_KEY` set: `Content-Hmac` is missing or wrong',
       },
       when(Problems.notFound, 'Unknown secret, as for a route that does not exist'),
-      when(Problems.throttled, 'Too many wrong secrets from this address; wait `Retry-After` seconds'),
       when(Problems.payloadTooLarge, 'The body is over 1 MiB'),
       Problems.unsupportedMediaType,
+      when(Problems.throttled, 'Too many wrong secrets from this address; wait `Retry-After` seconds'),
     ],
   ),
 }

@@ -5,8 +5,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { EXAMPLES_KEYWORD } from '../schemas/responses.js'
 import authRoutes from './auth/plugin.js'
+import { AddressFailureLimit } from './auth/address-failure-limit.js'
 import {
-  AddressFailureLimit,
   FallbackCounterStore,
   LoginThrottle,
   MemoryCounterStore,

@@ -30,13 +30,13 @@ export class MemoryCounterStore implements CounterStore {
 
   constructor(private readonly maxKeys = 100_000) {}
 
-  async blockedMs(counters: CounterLimit[]): Promise<number> {
-    return this.blockedNow(counters)
-  }
-
   // No await between the check and the counting: atomic within the event loop.
   async reserve(counters: CounterLimit[], windowMs: number): Promise<number> {
-    const blockedMs = this.blockedNow(counters)
+    let blockedMs = 0
+    for (const { key, limit } of counters) {
+      const entry = this.live(key)
+      if (entry && entry.count >= limit) blockedMs = Math.max(blockedMs, entry.expiresAt - Date.now(), 1)
+    }
     if (blockedMs > 0) return blockedMs
     for (const { key } of counters) {
       const entry = this.live(key)
@@ -63,7 +63,8 @@ export class MemoryCounterStore implements CounterStore {
     this.counters.clear()
   }
 
-  private blockedNow(counters: CounterLimit[]): number {
+  // reserve's check, counting nothing.
+  async blockedMs(counters: CounterLimit[]): Promise<number> {
     let blockedMs = 0
     for (const { key, limit } of counters) {
       const entry = this.live(key)
@@ -209,14 +210,6 @@ export interface ThrottleLimits {
   windowSeconds: number
 }
 
-/** The 429 of a counter at its limit, with the whole seconds until it resets as Retry-After. */
-function throttled(blockedMs: number): Error {
-  const retryAfter = Math.max(1, Math.ceil(blockedMs / 1000))
-  return problem(429, 'throttled', `Request was throttled. Expected available in ${retryAfter} seconds.`, {
-    headers: { 'retry-after': String(retryAfter) },
-  })
-}
-
 /** Keys carry a digest of the e-mail, not the address itself. */
 const digest = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 32)
 
@@ -252,41 +245,15 @@ export class LoginThrottle {
       ],
       this.limits.windowSeconds * 1000,
     )
-    if (blockedMs > 0) throw throttled(blockedMs)
+    if (blockedMs > 0) {
+      const retryAfter = Math.max(1, Math.ceil(blockedMs / 1000))
+      throw problem(429, 'throttled', `Request was throttled. Expected available in ${retryAfter} seconds.`, {
+        headers: { 'retry-after': String(retryAfter) },
+      })
+    }
     return {
       succeeded: () => this.store.release([keys.account, keys.address], [keys.client]),
       cancelled: () => this.store.release([keys.client, keys.account, keys.address]),
     }
-  }
-}
-
-/**
- * Failures per client address at one door other than the login (the webhook's path secret), in the
- * same stores as the login counters. Only failures count, each atomically with its check against
- * the limit, so that a burst of wrong attempts stops at the limit; a right attempt counts nothing,
- * but an address at the limit is refused whatever it sends, else a right answer would still tell
- * itself apart from the wrong ones.
- */
-export class AddressFailureLimit {
-  constructor(
-    private readonly store: CounterStore,
-    private readonly door: string,
-    private readonly limits: { perAddress: number; windowSeconds: number },
-  ) {}
-
-  private counter(clientIp: string): CounterLimit {
-    return { key: `${this.door}:address:${clientIp}`, limit: this.limits.perAddress }
-  }
-
-  /** A right attempt: throws 429 with Retry-After when the address is at its limit, else counts nothing. */
-  async admit(clientIp: string): Promise<void> {
-    const blockedMs = await this.store.blockedMs([this.counter(clientIp)])
-    if (blockedMs > 0) throw throttled(blockedMs)
-  }
-
-  /** A wrong attempt: counts it, or throws 429 with Retry-After when the address is already at its limit. */
-  async fail(clientIp: string): Promise<void> {
-    const blockedMs = await this.store.reserve([this.counter(clientIp)], this.limits.windowSeconds * 1000)
-    if (blockedMs > 0) throw throttled(blockedMs)
   }
 }
