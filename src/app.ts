@@ -125,7 +125,9 @@ async function counterStore(app: FastifyInstance, config: Config, options: Build
 /** Builds the whole service from a configuration; no globals, nothing listens yet. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, options)).withTypeProvider<TypeBoxTypeProvider>()
-  const database = options.database ?? (await openDatabase(config, app.log, { seedNewEmbedded: options.seedNewEmbedded }))
+  // Demo data only where allowed: never in production without ALLOW_DEMO_DATA=true, whoever asks.
+  const seedNewEmbedded = config.demoData ? options.seedNewEmbedded : undefined
+  const database = options.database ?? (await openDatabase(config, app.log, { seedNewEmbedded }))
 
   app.decorateRequest('logResult', null)
   app.addHook('onRequest', async (request, reply) => {

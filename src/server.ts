@@ -30,9 +30,8 @@ async function main(): Promise<void> {
     throw error
   }
   const tracing = await startTracing()
-  // A new embedded database gets the demo data, in production only with ALLOW_DEMO_DATA=true
-  // (loadConfig refuses the embedded database there without it); DATABASE_URL never does.
-  const app = await buildApp(config, config.demoData ? { seedNewEmbedded: seedDemoUnlessPresent } : {})
+  // A new embedded database gets the demo data (CONTRACT.md §5); DATABASE_URL never does.
+  const app = await buildApp(config, { seedNewEmbedded: seedDemoUnlessPresent })
   // SIGTERM: readiness 503 and Connection: close at once, serve on for DRAIN_DELAY (the gateway and
   // the orchestrator stop sending), then stop accepting, finish requests in flight, close the pool
   // and exit 0; all within SHUTDOWN_TIMEOUT, else exit 1. SIGINT (a terminal) skips the delay.
@@ -47,9 +46,8 @@ async function main(): Promise<void> {
     await app.close()
     await tracing?.shutdownTracing()
   })
-  // The embedded database is the demo: its login is printed with the URL (loudly in production).
-  const demo = config.databaseUrl === undefined && config.demoData
-  await listenAndAnnounce(app, config, demo ? { email: 'alice@acme.example', password: DEMO_PASSWORD } : undefined)
+  // The embedded database is the demo: its login is printed with the URL.
+  await listenAndAnnounce(app, config, config.databaseUrl === undefined ? { email: 'alice@acme.example', password: DEMO_PASSWORD } : undefined)
   if (config.metricsPort !== undefined) await startMetricsServer(app, config.metricsPort, config.host)
   // Password hashing runs on these threads; the event loop must keep the CPU it needs (issue 6).
   const lowered = await lowerHelperThreadPriority(config.helperThreadNiceness)

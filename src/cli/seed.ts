@@ -3,13 +3,11 @@ import { loadSeedSettings } from '../config.js'
 import { migrateToLatest } from '../db/database.js'
 import { describeDatabaseWork, openCommandDatabase, parseFlags, runCommand } from './common.js'
 
-/**
- * `npm run seed`: migrates, then loads the demo data of CONTRACT.md §6 unless it is already there.
- * In production only with ALLOW_DEMO_DATA=true: the demo users' password is public.
- */
+/** `npm run seed`: migrates, then loads the demo data of CONTRACT.md §6 unless it is already there. */
 parseFlags(process.argv.slice(2), [], 'npm run seed')
 
 await runCommand('seed', async () => {
+  // In production only with ALLOW_DEMO_DATA=true: the demo users' password is public.
   const settings = loadSeedSettings()
   const handle = await openCommandDatabase(settings)
   try {

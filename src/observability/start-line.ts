@@ -25,9 +25,11 @@ export async function listenAndAnnounce(app: FastifyInstance, config: Config, de
   const { address, port } = app.server.address() as AddressInfo
   const host = address === '0.0.0.0' || address === '::' ? 'localhost' : address.includes(':') ? `[${address}]` : address
   const url = `http://${host}:${port}`
-  const demo = demoLogin ? `; demo login ${demoLogin.email} / ${demoLogin.password}` : ''
+  // Only where demo data may be (production refuses the embedded database without ALLOW_DEMO_DATA=true).
+  const shown = config.demoData ? demoLogin : undefined
+  const demo = shown ? `; demo login ${shown.email} / ${shown.password}` : ''
   const line = `listening on ${url} (API docs ${url}/docs${demo})`
-  if (demoLogin && config.env === 'production') {
+  if (shown && config.env === 'production') {
     app.log.warn({ url, docs: `${url}/docs`, demoData: true }, `${line}: DEMO DATA IN PRODUCTION (ALLOW_DEMO_DATA=true), anyone can log in as its users`)
   } else app.log.info({ url, docs: `${url}/docs` }, line)
 }
