@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { EnvironmentSchema } from '../../schemas/config.js'
 import { DEMO_SECRETS } from '../../src/config.js'
 import { MIN_DISTINCT_CHARACTERS, PRODUCTION_SECRET_RULES, secretWeakness, variableWeakness } from '../../src/secret-strength.js'
 
@@ -46,5 +47,13 @@ describe('secret strength (issue 26, items 3 and 4)', () => {
       ESIGN_WEBHOOK_SECRETS: { minLength: 32, list: true },
       ESIGN_WEBHOOK_HMAC_KEY: { minLength: 32 },
     })
+  })
+
+  it('has a rule for every secret variable of the environment, lists of fallbacks included (a new one fails here)', () => {
+    // PEM keys are not strings to judge by their characters; the ALLOW_ switches are not secrets.
+    const secrets = Object.keys(EnvironmentSchema.properties)
+      .filter((name) => /(SECRET|_KEY)(S|_FALLBACKS)?$/.test(name))
+      .filter((name) => !/PRIVATE_KEY|PUBLIC_KEY|^ALLOW_/.test(name))
+    expect(secrets.sort()).toEqual(Object.keys(PRODUCTION_SECRET_RULES).sort())
   })
 })
