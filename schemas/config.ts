@@ -49,6 +49,7 @@ export const EnvironmentSchema = Type.Object({
   REQUEST_TIMEOUT: Type.Optional(Duration),
   KEEP_ALIVE_TIMEOUT: Type.Optional(Duration),
   CONNECTION_TIMEOUT: Type.Optional(Duration),
+  ALLOW_DEMO_DATA: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
   ALLOW_DEMO_SECRETS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
   METRICS_PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
   METRICS_HOST: Type.Optional(NonEmpty),

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { EXAMPLES_KEYWORD } from '../schemas/responses.js'
 import authRoutes from './auth/plugin.js'
+import { AddressFailureLimit } from './auth/address-failure-limit.js'
 import {
   FallbackCounterStore,
   LoginThrottle,
@@ -120,7 +121,9 @@ async function counterStore(app: FastifyInstance, config: Config, options: Build
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, options)).withTypeProvider<TypeBoxTypeProvider>()
   refuseVersionlessRequests(app.server)
-  const database = options.database ?? (await openDatabase(config, app.log, { seedNewEmbedded: options.seedNewEmbedded }))
+  // Demo data only where allowed: never in production without ALLOW_DEMO_DATA=true, whoever asks.
+  const seedNewEmbedded = config.demoData ? options.seedNewEmbedded : undefined
+  const database = options.database ?? (await openDatabase(config, app.log, { seedNewEmbedded }))
 
   app.decorateRequest('logResult', null)
   app.addHook('onRequest', async (request, reply) => {
@@ -146,13 +149,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(presencePlugin)
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
-  const throttle = new LoginThrottle(await counterStore(app, config, options), config.loginThrottle)
+  const counters = await counterStore(app, config, options)
+  const throttle = new LoginThrottle(counters, config.loginThrottle)
+  // Wrong webhook path secrets: counted per address like failed logins, with the same limit and window.
+  const secretGuesses = new AddressFailureLimit(counters, 'webhook-secret', config.loginThrottle)
   await app.register(healthRoutes, { prefix: '/health' })
   await app.register(jwksRoutes, { config })
   await app.register(authRoutes, { prefix: '/api/auth/v1', config, throttle })
   await app.register(companyRoutes, { prefix: '/api/company' })
   await app.register(marketplaceRoutes, { prefix: '/api/v1/marketplace' })
-  await app.register(webhookRoutes, { config })
+  await app.register(webhookRoutes, { config, secretGuesses })
   await app.register(registrationRoutes, { prefix: '/api/registration/v1', config })
   return app
 }

@@ -30,6 +30,8 @@ export interface CounterStore {
   reserve(attempt: string, counters: CounterLimit[], leaseMs: number, windowMs: number): Promise<number>
   /** Takes `attempt` out of flight on each counter and applies its settlement. */
   settle(attempt: string, counters: { key: string; settlement: Settlement }[], windowMs: number): Promise<void>
+  /** Without counting: the milliseconds until the counters' failures let one more attempt through, 0 when none is at its limit. */
+  blockedMs(counters: CounterLimit[]): Promise<number>
 }
 
 /** One process's counters; bounded so that a flood of distinct keys cannot exhaust memory. */
@@ -91,6 +93,16 @@ export class MemoryCounterStore implements CounterStore {
     for (const [attempt, leaseEnd] of attempts) if (leaseEnd <= now) attempts.delete(attempt)
     if (attempts.size === 0) this.inFlight.delete(key)
     return attempts.size
+  }
+
+  // reserve's check, counting nothing.
+  async blockedMs(counters: CounterLimit[]): Promise<number> {
+    let blockedMs = 0
+    for (const { key, limit } of counters) {
+      const entry = this.live(key)
+      if (entry && entry.count >= limit) blockedMs = Math.max(blockedMs, entry.expiresAt - Date.now(), 1)
+    }
+    return blockedMs
   }
 
   private live(key: string) {
@@ -160,6 +172,19 @@ end
 return 0
 `
 
+/** KEYS: the counters; ARGV[i]: the limit of KEYS[i]. The reserve script's check, counting nothing. */
+const BLOCKED_SCRIPT = `
+local blocked = 0
+for i, key in ipairs(KEYS) do
+  if tonumber(redis.call('GET', key) or '0') >= tonumber(ARGV[i]) then
+    local ttl = redis.call('PTTL', key)
+    if ttl < 1 then ttl = 1 end
+    if ttl > blocked then blocked = ttl end
+  end
+end
+return blocked
+`
+
 type ScriptCommand = (numberOfKeys: number, ...args: (string | number)[]) => Promise<unknown>
 
 /** Counters in Redis, shared by every instance of the service; one round trip per operation. */
@@ -168,9 +193,10 @@ export class RedisCounterStore implements CounterStore {
     // EVALSHA with a fallback to EVAL: the script text is sent once per connection.
     redis.defineCommand('loginThrottleReserve', { lua: RESERVE_SCRIPT })
     redis.defineCommand('loginThrottleSettle', { lua: SETTLE_SCRIPT })
+    redis.defineCommand('loginThrottleBlocked', { lua: BLOCKED_SCRIPT })
   }
 
-  private command(name: 'loginThrottleReserve' | 'loginThrottleSettle'): ScriptCommand {
+  private command(name: 'loginThrottleReserve' | 'loginThrottleSettle' | 'loginThrottleBlocked'): ScriptCommand {
     return (this.redis as unknown as Record<string, ScriptCommand>)[name]!.bind(this.redis)
   }
 
@@ -188,6 +214,11 @@ export class RedisCounterStore implements CounterStore {
   async settle(attempt: string, counters: { key: string; settlement: Settlement }[], windowMs: number): Promise<void> {
     const keys = this.keysOf(counters)
     await this.command('loginThrottleSettle')(keys.length, ...keys, attempt, windowMs, ...counters.map(({ settlement }) => settlement))
+  }
+
+  async blockedMs(counters: CounterLimit[]): Promise<number> {
+    const keys = counters.map(({ key }) => this.prefix + key)
+    return Number(await this.command('loginThrottleBlocked')(keys.length, ...keys, ...counters.map(({ limit }) => limit)))
   }
 }
 
@@ -219,6 +250,10 @@ export class FallbackCounterStore implements CounterStore {
   settle(attempt: string, counters: { key: string; settlement: Settlement }[], windowMs: number) {
     if (this.onFallback.delete(attempt)) return this.fallback.settle(attempt, counters, windowMs)
     return this.attempt((store) => store.settle(attempt, counters, windowMs))
+  }
+
+  blockedMs(counters: CounterLimit[]) {
+    return this.attempt((store) => store.blockedMs(counters))
   }
 
   private async attempt<T>(operation: (store: CounterStore) => Promise<T>): Promise<T> {

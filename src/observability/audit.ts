@@ -11,7 +11,7 @@ export const AUDIT_EVENTS = {
   refreshTokenReplayed: 'refresh_token_replayed',
   /** A login attempt refused with 429: `reason` failures in the window, or attempts in flight that outlasted the wait (warn). */
   loginThrottled: 'login_throttled',
-  /** A webhook delivery with a wrong path secret or Content-Hmac (warn). */
+  /** A webhook delivery with a wrong path secret or Content-Hmac, or refused for too many wrong secrets (warn). */
   webhookRejected: 'webhook_rejected',
   /** A user's token families revoked because the user was disabled or their password changed (warn). */
   tokenFamiliesRevoked: 'token_families_revoked',
@@ -27,6 +27,12 @@ export const emailDigest = (email: string): string =>
   createHash('sha256').update(email.trim().toLowerCase()).digest('hex').slice(0, 16)
 
 type Log = Pick<FastifyBaseLogger, 'info' | 'warn'>
+
+const WEBHOOK_REJECTIONS = {
+  secret: 'webhook rejected: unknown path secret',
+  signature: 'webhook rejected: Content-Hmac missing or wrong',
+  throttled: 'webhook rejected: too many wrong path secrets from this address',
+} as const
 
 export const audit = {
   refreshTokenReplayed(log: Log, fields: { userId: string; familyId: string; clientAddress: string }): void {
@@ -47,10 +53,10 @@ export const audit = {
       'login attempt throttled',
     )
   },
-  webhookRejected(log: Log, fields: { provider: string; reason: 'secret' | 'signature'; clientAddress: string }): void {
+  webhookRejected(log: Log, fields: { provider: string; reason: keyof typeof WEBHOOK_REJECTIONS; clientAddress: string }): void {
     log.warn(
       { event: AUDIT_EVENTS.webhookRejected, provider: fields.provider, reason: fields.reason, client_address: fields.clientAddress },
-      fields.reason === 'secret' ? 'webhook rejected: unknown path secret' : 'webhook rejected: Content-Hmac missing or wrong',
+      WEBHOOK_REJECTIONS[fields.reason],
     )
   },
   tokenFamiliesRevoked(log: Log, fields: { userId: string; reason: 'user_disabled' | 'password_changed'; families: number }): void {
