@@ -4,7 +4,7 @@ import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres'
 import type { TitleDocument as TitleDocumentSchema } from '../../schemas/marketplace.js'
 import { isoTimestamp } from '../db/sql-json.js'
 import type { Database } from '../db/types.js'
-import { ScopedStatement, type MemberRole } from '../tenancy/scoped-statement.js'
+import type { MemberRole, Scope } from '../tenancy/scoped-statement.js'
 
 /**
  * Whether the caller's company role (`member`, from the scoped statement) may see the title row in
@@ -103,7 +103,6 @@ function visibleTitleDocuments(db: Kysely<Database>, titleId: string, member: Me
     .offset(0)
 }
 
-/** Route 9 in one statement: the caller's principal and membership, and the visible title's documents. */
-export const scopedTitleDocuments = new ScopedStatement((db, p: { titleId: string }, scope) =>
-  visibleTitleDocuments(db, p.titleId, scope.member),
-)
+/** Route 9's data query: the title's documents, if the member may see it. */
+export const titleDocumentsRead = (db: Kysely<Database>, scope: Scope<{ title_id: string }>) =>
+  visibleTitleDocuments(db, scope.params.title_id, scope.member)

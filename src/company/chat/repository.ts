@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 import type { Database } from '../../db/types.js'
-import { ScopedStatement } from '../../tenancy/scoped-statement.js'
+import type { Scope } from '../../tenancy/scoped-statement.js'
 
 export interface PartnerPresence {
   last_seen_at: Date | null
@@ -26,7 +26,6 @@ function partnerPresence(db: Kysely<Database>, roleId: string, partnerRoleId: st
     .limit(1)
 }
 
-/** Route 6 in one statement: the principal, their membership, and (for a member) the partner's presence. */
-export const scopedPartnerPresence = new ScopedStatement((db, p: { partnerRoleId: string }, scope) =>
-  partnerPresence(db, scope.companyRoleId, p.partnerRoleId),
-)
+/** Route 6's data query: the partner's presence, for a member of `{company_role_id}`. */
+export const partnerPresenceRead = (db: Kysely<Database>, scope: Scope<{ partner_company_role_id: string }>) =>
+  partnerPresence(db, scope.companyRoleId, scope.params.partner_company_role_id)
