@@ -3,8 +3,6 @@ import type { Database } from '../../src/db/types.js'
 import { KYC_TYPES, KYC_VALIDITY_DAYS, type KycType } from '../../src/vocabulary.js'
 import { DEMO } from './ids.js'
 
-export { DEMO }
-
 export const DEMO_PASSWORD = 'Demo#2026!'
 export const LEGACY_DEMO_PASSWORD = 'legacy-password'
 const MARIA_HASH = 'pbkdf2_sha256$260000$demolegacysalt00000001$k82oSoq213VzjBxBToSlDjItc1ApjekuZRxJYN/lXOw='
