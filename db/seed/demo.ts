@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely'
-import type { Database } from '../../src/db/types.js'
+import type { Database } from '../types.js'
 import { KYC_TYPES, KYC_VALIDITY_DAYS, type KycType } from '../../src/vocabulary.js'
 import { DEMO } from './ids.js'
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { Precompiled } from '../db/precompiled.js'
-import type { Db, UsersTable } from '../db/types.js'
+import type { Db, UsersTable } from '../../db/types.js'
 
 export interface LoginCandidate {
   id: string

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
-import type { Database, Db } from '../db/types.js'
+import type { Database, Db } from '../../db/types.js'
 import { tokenNotValid } from '../tenancy/admission.js'
 import { createLoginSession, createSession, revokeFamilyOnReuse, spendAndReplaceRefreshToken } from './repository.js'
 import { newJti, type RefreshTerm, type TokenSigner } from './tokens.js'

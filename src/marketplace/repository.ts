@@ -3,7 +3,7 @@ import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres'
 import type { TitleDocument as TitleDocumentSchema } from '../../schemas/marketplace.js'
 import { isoTimestamp } from '../db/sql-json.js'
-import type { Database } from '../db/types.js'
+import type { Database } from '../../db/types.js'
 import type { MemberRole, Scope } from '../tenancy/scoped-statement.js'
 
 /**

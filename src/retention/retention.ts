@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely'
-import type { Db } from '../db/types.js'
+import type { Db } from '../../db/types.js'
 
 export interface RetentionOptions {
   /** Seconds a token family is kept after it ended (expired or revoked). */

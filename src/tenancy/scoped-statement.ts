@@ -1,6 +1,6 @@
 import { sql, type Expression, type Kysely, type SelectQueryBuilder } from 'kysely'
 import { Precompiled } from '../db/precompiled.js'
-import type { Database, Db } from '../db/types.js'
+import type { Database, Db } from '../../db/types.js'
 import type { RoleKind } from '../vocabulary.js'
 import {
   activeUserForToken,

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { Precompiled, rawStatement } from '../db/precompiled.js'
-import type { Db } from '../db/types.js'
+import type { Db } from '../../db/types.js'
 import type { EnvelopeStatus, SignerStatus } from '../vocabulary.js'
 import type { BatchChanges, DeliveryOutcome, LockedEnvelope, LockedSigner } from './esign-events.js'
 

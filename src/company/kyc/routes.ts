@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { checkDocumentsRouteSchema, solicitationRouteSchema, type SolicitationRequest } from '../../../schemas/documents.js'
-import type { Db } from '../../db/types.js'
+import type { Db } from '../../../db/types.js'
 import { emptyBodyAsObject } from '../../lib/optional-body.js'
 import { problem } from '../../lib/problem.js'
 import { companyRoute } from '../../tenancy/routes.js'

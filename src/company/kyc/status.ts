@@ -1,4 +1,4 @@
-import type { KycDocumentsTable } from '../../db/types.js'
+import type { KycDocumentsTable } from '../../../db/types.js'
 import { KYC_TYPES, type KycCheckStatus, type KycType } from '../../vocabulary.js'
 
 /** The latest document of one type for a company, as the repository reads it. */

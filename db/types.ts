@@ -1,7 +1,7 @@
 import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely'
 import type {
   EnvelopeStatus, KycReviewStatus, KycType, MigrationState, Permission, RoleKind, SignerStatus, SolicitationStatus, TaxIdType, TitleDocumentKind,
-} from '../vocabulary.js'
+} from '../src/vocabulary.js'
 
 /** A timestamptz column: read as a Date, written as a Date or an SQL expression. */
 type Timestamp = ColumnType<Date, Date | string, Date | string>
