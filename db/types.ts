@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely'
+import type { ColumnType, Generated, Kysely, Selectable, Transaction } from 'kysely'
 import type {
   EnvelopeStatus, KycReviewStatus, KycType, MigrationState, Permission, RoleKind, SignerStatus, SolicitationStatus, TaxIdType, TitleDocumentKind,
 } from '../src/vocabulary.js'
@@ -239,4 +239,3 @@ export interface Database {
 export type Db = Kysely<Database> | Transaction<Database>
 
 export type User = Selectable<UsersTable>
-export type NewUser = Insertable<UsersTable>

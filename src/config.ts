@@ -3,8 +3,6 @@ import { Type, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { EnvironmentSchema, type Environment } from '../schemas/config.js'
 
-export type JwtAlgorithm = 'HS256' | 'RS256' | 'EdDSA'
-
 export type JwtKeys =
   | { algorithm: 'HS256'; secret: string }
   | { algorithm: 'RS256' | 'EdDSA'; privateKey: string; publicKey: string; publicKeyObject: KeyObject }

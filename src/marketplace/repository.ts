@@ -1,7 +1,5 @@
-import type { Static } from '@sinclair/typebox'
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from 'kysely'
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres'
-import type { TitleDocument as TitleDocumentSchema } from '../../schemas/marketplace.js'
 import { isoTimestamp } from '../db/sql-json.js'
 import type { Database } from '../../db/types.js'
 import type { MemberRole, Scope } from '../tenancy/scoped-statement.js'
@@ -38,9 +36,6 @@ function visibleToMember(eb: ExpressionBuilder<Database, 'titles'>, member: Memb
     ]),
   ])
 }
-
-/** A document as route 9 shows it, built by the database (timestamps as RFC 3339 UTC text). */
-export type TitleDocument = Static<typeof TitleDocumentSchema>
 
 /** The envelope of the document in scope with its signers in signing order, as one JSON object (null without one). */
 function signatureOf(eb: ExpressionBuilder<Database, 'title_documents'>) {

@@ -2,12 +2,6 @@ import { sql, type Kysely } from 'kysely'
 import type { Database } from '../../../db/types.js'
 import type { Scope } from '../../tenancy/scoped-statement.js'
 
-export interface PartnerPresence {
-  last_seen_at: Date | null
-  /** The database's clock, the same one that wrote last_seen_at, so app-server skew cannot shift the status. */
-  now: Date
-}
-
 /**
  * When `roleId` and `partnerRoleId` share a conversation (either as buyer or as seller), the
  * partner's last activity; no row when they share none. One lookup on the pair's unique index.
@@ -16,6 +10,7 @@ function partnerPresence(db: Kysely<Database>, roleId: string, partnerRoleId: st
   return db
     .selectFrom('chat_conversations')
     .leftJoin('company_role_presence', (join) => join.on('company_role_presence.company_role_id', '=', partnerRoleId))
+    // `now` is the database's clock, the one that wrote last_seen_at: app-server skew cannot shift the status.
     .select(['chat_conversations.id as conversation_id', 'company_role_presence.last_seen_at', sql<Date>`now()`.as('now')])
     .where((eb) =>
       eb.or([
