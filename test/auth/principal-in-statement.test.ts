@@ -6,33 +6,23 @@ import { sendJsonText } from '../../src/lib/json-text.js'
 import { userRoute } from '../../src/tenancy/routes.js'
 import { testDatabase } from '../helpers/database.js'
 import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp } from '../helpers/app.js'
+import { declaredRoutes, exampleParams, MEMBERS, pathOf, routeName } from '../helpers/declared-routes.js'
 import { decodeClaims } from '../helpers/jwt.js'
 
 const ctx = useTestApp()
-const { roles, titles, users } = DEMO
 
-/** The reads that check the token's user and membership in their own statement (declared with a `read`, src/tenancy/routes.ts). */
-const READS = [
-  { name: 'route 4', email: 'alice@acme.example', userId: users.alice, url: '/api/company/v1/get-user-companies' },
-  {
-    name: 'route 6',
-    email: 'bob@beta.example',
-    userId: users.bob,
-    url: `/api/company/v1/${roles.betaBuyer}/chat/partners/${roles.acmeSeller}/presence`,
-  },
-  {
-    name: 'route 7',
-    email: 'bob@beta.example',
-    userId: users.bob,
-    url: `/api/company/v1/${roles.betaBuyer}/buyer/check-documents/${roles.acmeSeller}`,
-  },
-  {
-    name: 'route 9',
-    email: 'bob@beta.example',
-    userId: users.bob,
-    url: `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t1}/documents`,
-  },
-] as const
+/**
+ * The reads that check the token's user and membership in their own statement: every route the app
+ * declares with a `read` (src/tenancy/routes.ts), called with its schema's examples by the member
+ * of the example's role (alice for route 4).
+ */
+const READS = (await declaredRoutes())
+  .filter((route) => route.tenancy.statement !== undefined)
+  .map((route) => {
+    const params = exampleParams(route)
+    const member = MEMBERS[params.company_role_id ?? DEMO.roles.acmeSeller]!
+    return { name: routeName(route), email: member.email, userId: member.userId, url: pathOf(route, params) }
+  })
 
 const get = (url: string, access: string) => ctx.app.inject({ method: 'GET', url, headers: bearer(access) })
 
