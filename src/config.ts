@@ -222,9 +222,11 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('DATABASE_CONNECT_TIMEOUT / DATABASE_STATEMENT_TIMEOUT: must be above 0 (a stalled database would hang requests)')
   }
   const handlerTimeoutMs = milliseconds(env.HANDLER_TIMEOUT, '10s')
-  const loginBurstWaitMs = milliseconds(env.LOGIN_BURST_WAIT, '5s')
-  // A login waiting for its burst past the handler's bound would be answered 503 instead of served.
-  if (handlerTimeoutMs > 0 && loginBurstWaitMs + 1000 > handlerTimeoutMs) {
+  // A login waiting for its burst past the handler's bound would be answered 503 instead of served:
+  // the default stays a second below HANDLER_TIMEOUT, a value set above that is refused.
+  const burstWaitBoundMs = handlerTimeoutMs > 0 ? Math.max(0, handlerTimeoutMs - 1000) : Infinity
+  const loginBurstWaitMs = env.LOGIN_BURST_WAIT === undefined ? Math.min(5000, burstWaitBoundMs) : milliseconds(env.LOGIN_BURST_WAIT, '5s')
+  if (loginBurstWaitMs > burstWaitBoundMs) {
     throw new ConfigError('LOGIN_BURST_WAIT: must stay at least 1s below HANDLER_TIMEOUT (a waiting login would be answered 503)')
   }
   return {

@@ -153,5 +153,7 @@ describe('database settings', () => {
     expect(() => loadConfig({ DRAIN_DELAY: '20s', SHUTDOWN_TIMEOUT: '20s' })).toThrowError('SHUTDOWN_TIMEOUT')
     expect(() => loadConfig({ LOGIN_BURST_WAIT: '10s' })).toThrowError('LOGIN_BURST_WAIT')
     expect(loadConfig({ LOGIN_BURST_WAIT: '12s', HANDLER_TIMEOUT: '15s' }).loginThrottle.burstWaitMs).toBe(12_000)
+    expect(loadConfig({ HANDLER_TIMEOUT: '3s' }).loginThrottle.burstWaitMs).toBe(2000)
+    expect(loadConfig({}).loginThrottle.burstWaitMs).toBe(5000)
   })
 })
