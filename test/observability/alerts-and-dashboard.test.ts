@@ -1,4 +1,7 @@
-import { readFile } from 'node:fs/promises'
+import { spawnSync } from 'node:child_process'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { ServiceMetrics } from '../../src/observability/metrics.js'
 import { DEMO_PASSWORD } from '../helpers/app.js'
@@ -136,6 +139,10 @@ function dashboardExpressions(dashboard: { panels: Panel[]; templating: { list: 
 
 const processes = useServerProcesses()
 
+/** Debian's prometheus package (.ci/run installs it) ships promtool. */
+const promtool = spawnSync('promtool', ['--version']).status === 0
+if (!promtool) console.warn('skipping the dashboard\'s PromQL syntax check: no `promtool` on PATH (apt-get install -y prometheus)')
+
 async function post(baseUrl: string, path: string, body: unknown): Promise<Response> {
   return fetch(`${baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
 }
@@ -206,6 +213,24 @@ describe('the alert rules and the dashboard against a real scrape (issue 29)', (
     expect(check('rate(login_throttle_decisions_total{decision="throtled"}[5m])')).toEqual(['login_throttle_decisions_total{decision="throtled"}'])
     expect(check('password_hash_queue_depth_bucket')).toEqual(['password_hash_queue_depth_bucket'])
     expect(check('route:slo_errors:ratio_rate1h')).toEqual(['route:slo_errors:ratio_rate1h'])
+  })
+})
+
+describe.skipIf(!promtool)('the dashboard\'s PromQL (issue 29)', () => {
+  it('parses: each expression checked by promtool as a recording rule, Grafana variables given values', async () => {
+    const dashboard = JSON.parse(await readFile(DASHBOARD, 'utf8')) as Parameters<typeof dashboardExpressions>[0]
+    const exprs = dashboardExpressions(dashboard).filter((expr) => !expr.startsWith('label_values('))
+    const withValues = (expr: string) => expr.replaceAll('$__rate_interval', '5m').replaceAll('$instance', '.*')
+    const rules = ['groups:', '  - name: dashboard', '    rules:', ...exprs.flatMap((expr, index) => [`      - record: dashboard_${index}`, `        expr: ${JSON.stringify(withValues(expr))}`])]
+    const dir = await mkdtemp(path.join(tmpdir(), 'receivables-dashboard-'))
+    try {
+      await writeFile(path.join(dir, 'dashboard.rules.yml'), `${rules.join('\n')}\n`)
+      const check = spawnSync('promtool', ['check', 'rules', path.join(dir, 'dashboard.rules.yml')], { encoding: 'utf8' })
+      expect(`${check.stdout}${check.stderr}`).toContain(`SUCCESS: ${exprs.length} rules found`)
+      expect(check.status).toBe(0)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 })
 
