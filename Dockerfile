@@ -39,12 +39,14 @@ WORKDIR /app
 COPY package.json ./
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# The one writable place, for the embedded database only (used when DATABASE_URL is unset): mount a
-# volume there to keep it (-v receivables-data:/app/data). No VOLUME instruction: with DATABASE_URL
+# The one writable place, for the embedded database only (used when DATABASE_URL is unset, which
+# production refuses unless ALLOW_DEMO_DATA=true asks for the demo): mount a volume there to keep
+# it (-v receivables-data:/app/data). No VOLUME instruction: with DATABASE_URL
 # nothing is written, and an image VOLUME would leave an anonymous volume behind each container.
 RUN mkdir /app/data && chown node:node /app/data
 USER node
-# 9464: Prometheus metrics (METRICS_PORT), for the scraper, not the gateway.
+# 9464: Prometheus metrics (METRICS_PORT), for the scraper, not the gateway: on 127.0.0.1 unless
+# METRICS_HOST=0.0.0.0 (compose.yaml sets it, on its internal network; never publish this port).
 EXPOSE 3000 9464
 # Liveness, not readiness: a database outage makes every instance not-ready at once, and restarting
 # them would not bring the database back (readiness is for the gateway or orchestrator: /health/ready).
@@ -55,6 +57,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
 STOPSIGNAL SIGTERM
 # node directly (not npm), so that SIGTERM reaches the service; the same flags as `npm start` (a
 # smaller young generation, a slower-growing old one: see README, Performance). The commands run in
-# the same image: `node dist/migrate.js [--create-database]`, `node dist/seed.js`,
+# the same image: `node dist/migrate.js [--create-database]`, `node dist/seed.js` (ALLOW_DEMO_DATA=true),
 # `node dist/confirmation-link.js EMAIL`.
 CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=50", "dist/server.js"]

@@ -18,7 +18,7 @@ import { databaseName, recreateBenchDatabase } from './database.js'
 import { runLoad, type LoadResult } from './load.js'
 import { installCleanup, stopAllChildren } from './processes.js'
 import { median, perRequestMicros } from './report.js'
-import { LOGINS, READS, type LoadSpec, type Scenario } from './scenarios.js'
+import { KEYED_WRITES, LOGINS, READS, type LoadSpec, type Scenario } from './scenarios.js'
 import { startOwnSqlFloor, startService, type RunningServer } from './servers.js'
 
 interface Variant {
@@ -32,6 +32,9 @@ interface Variant {
 
 interface Measured {
   variant: Variant
+  scenario: Scenario
+  /** The variant's label, with the scenario's id when several are compared. */
+  label: string
   server: RunningServer
   spec: LoadSpec
   runs: LoadResult[]
@@ -39,7 +42,9 @@ interface Measured {
 
 const HELP = `npm run bench:compare -- --variant 'label: token…' --variant … [options]
   --variant SPEC       label, a colon, then node flags, VAR=value, dir=PATH or floor=own-sql (repeat; at least two)
-  --scenario ID        r4 r6 r7 r9 (reads) or r1 r2 (logins) (default r9)
+  --scenario ID[,ID…]  r4 r6 r7 r9 (reads), r1 r2 (logins), r5 r5k r5r r11 r11k r11r (routes 5 and 11
+                       without a key, a new key each, one key replayed) (default r9); several: each
+                       variant runs each of them, all interleaved
   --rounds N           runs per variant, interleaved (default 8)
   --duration S         seconds per run (default 3)
   --warmup S           seconds of unrecorded load per variant before the first round (default 3)
@@ -82,13 +87,17 @@ function parseOptions(argv: string[]) {
     say(HELP)
     process.exit(0)
   }
-  const scenario = [...READS, ...LOGINS].find((candidate) => candidate.id === values.scenario)
-  if (!scenario) throw new Error(`--scenario ${values.scenario}: one of ${[...READS, ...LOGINS].map((s) => s.id).join(' ')}`)
+  const known = [...READS, ...LOGINS, ...KEYED_WRITES]
+  const scenarios = values.scenario.split(',').map((id) => {
+    const scenario = known.find((candidate) => candidate.id === id.trim())
+    if (!scenario) throw new Error(`--scenario ${id}: one of ${known.map((s) => s.id).join(' ')}`)
+    return scenario
+  })
   const variants = values.variant.map(parseVariant)
-  if (variants.length < 2) throw new Error(`at least two --variant, each 'label: token…'\n${HELP}`)
+  if (variants.length * scenarios.length < 2) throw new Error(`at least two --variant, each 'label: token…', or two scenarios\n${HELP}`)
   return {
     variants,
-    scenario,
+    scenarios,
     rounds: Number(values.rounds),
     duration: Number(values.duration),
     warmup: Number(values.warmup),
@@ -99,7 +108,7 @@ function parseOptions(argv: string[]) {
 
 type Options = ReturnType<typeof parseOptions>
 
-async function startVariants(options: Options, scenario: Scenario): Promise<Measured[]> {
+async function startVariants(options: Options): Promise<Measured[]> {
   const database = { kind: 'postgres' as const, url: options.databaseUrl }
   const servers: RunningServer[] = []
   for (const variant of options.variants) {
@@ -122,8 +131,11 @@ async function startVariants(options: Options, scenario: Scenario): Promise<Meas
   const measured: Measured[] = []
   for (const [index, variant] of options.variants.entries()) {
     const tokenSource = variant.ownSqlFloor ? servers[serviceIndex]! : servers[index]!
-    const phase = await scenario.prepare({ baseUrl: tokenSource.baseUrl, databaseUrl: options.databaseUrl, requestBudget: 0 })
-    measured.push({ variant, server: servers[index]!, spec: phase(), runs: [] })
+    for (const scenario of options.scenarios) {
+      const phase = await scenario.prepare({ baseUrl: tokenSource.baseUrl, databaseUrl: options.databaseUrl, requestBudget: 0 })
+      const label = options.scenarios.length > 1 ? `${variant.label}/${scenario.id}` : variant.label
+      measured.push({ variant, scenario, label, server: servers[index]!, spec: phase(), runs: [] })
+    }
   }
   return measured
 }
@@ -132,13 +144,15 @@ const cpuMicrosPerRequest = (run: LoadResult): number => perRequestMicros(run.se
 
 function report(measured: Measured[]): void {
   const baseline = median(measured[0]!.runs.map(cpuMicrosPerRequest))
-  for (const { variant, runs } of measured) {
+  for (const entry of measured) {
+    const { label, runs } = entry
     const cpu = runs.map(cpuMicrosPerRequest)
     const mid = median(cpu)
-    const versus = variant === measured[0]!.variant ? 'baseline' : `${((mid / baseline - 1) * 100).toFixed(1)} % against ${measured[0]!.variant.label}`
+    const versus = entry === measured[0] ? 'baseline' : `${((mid / baseline - 1) * 100).toFixed(1)} % against ${measured[0]!.label}`
     say(
-      `${variant.label.padEnd(16)} ${mid.toFixed(0).padStart(6)} µs/req (${versus}; runs ${cpu.map((value) => value.toFixed(0)).join(' ')})  ` +
-        `${median(runs.map((run) => run.requestsPerSecond)).toFixed(0)} req/s  RSS steady ≤ ${Math.max(...runs.map((run) => run.rssSteady)).toFixed(0)} MiB`,
+      `${label.padEnd(16)} ${mid.toFixed(0).padStart(6)} µs/req (${versus}; runs ${cpu.map((value) => value.toFixed(0)).join(' ')})  ` +
+        `${median(runs.map((run) => run.requestsPerSecond)).toFixed(0)} req/s (runs ${runs.map((run) => run.requestsPerSecond.toFixed(0)).join(' ')})  ` +
+        `p50 ${median(runs.map((run) => run.p50Ms)).toFixed(2)} ms  non-2xx ${runs.reduce((sum, run) => sum + run.non2xx, 0)}  RSS steady ≤ ${Math.max(...runs.map((run) => run.rssSteady)).toFixed(0)} MiB`,
     )
   }
 }
@@ -149,12 +163,13 @@ async function main(): Promise<void> {
   try {
     say(`bench database ${options.databaseUrl}: re-creating, migrating, seeding`)
     await recreateBenchDatabase(options.databaseUrl)
-    const measured = await startVariants(options, options.scenario)
+    const measured = await startVariants(options)
     const database = databaseName(options.databaseUrl)
     const load = (entry: Measured, seconds: number) =>
       runLoad({ baseUrl: entry.server.baseUrl, spec: entry.spec, connections: options.connections, durationSeconds: seconds, serverPid: entry.server.pid, database })
     for (const entry of measured) await load(entry, options.warmup)
-    say(`${options.scenario.id} (${options.scenario.label}): ${options.rounds} rounds of ${options.duration} s per variant`)
+    for (const scenario of options.scenarios) say(`${scenario.id}: ${scenario.label}`)
+    say(`${options.rounds} rounds of ${options.duration} s per variant and scenario`)
     for (let round = 0; round < options.rounds; round += 1) {
       // Each round starts one variant later, so that no variant always follows the same one.
       for (let step = 0; step < measured.length; step += 1) {

@@ -6,7 +6,7 @@ import { BENCH_ENVELOPES, BENCH_SIGNERS, benchEnvelopeKey, createRefreshTokens, 
 /** What a scenario asks autocannon for; url, connections and duration come from the runner. */
 export type LoadSpec = Pick<autocannon.Options, 'method' | 'headers' | 'body' | 'requests' | 'maxOverallRequests'> & { path: string }
 
-export type ScenarioKind = 'read' | 'login' | 'refresh' | 'webhook' | 'floor'
+export type ScenarioKind = 'read' | 'login' | 'refresh' | 'webhook' | 'write' | 'floor'
 
 export interface ScenarioContext {
   baseUrl: string
@@ -208,3 +208,74 @@ export const FLOOR: Scenario = {
     return () => spec
   },
 }
+
+/**
+ * Routes 5 and 11 with and without `Idempotency-Key` (`bench:compare -- --scenario r11,r11k,r11r`):
+ * the same request without a key, with a new key each time (claim, run, keep the answer) and with
+ * one key again and again (a replay). Route 11 saves one of a few customers with their own body, so
+ * every run without a key is an unchanged upsert; route 5's solicitation exists after its first
+ * request, so its runs without a key (and with new keys) are `409 solicitation_already_open`.
+ */
+type KeyUse = 'none' | 'new' | 'same'
+
+function keyedHeaders(token: string, use: KeyUse, sameKey: string): Record<string, string> {
+  const headers: Record<string, string> = { ...json, authorization: `Bearer ${token}` }
+  if (use === 'same') headers['idempotency-key'] = sameKey
+  return headers
+}
+
+function keyedScenario(id: string, route: '5' | '11', use: KeyUse): Scenario {
+  const what = { none: 'no key', new: 'a new key each', same: 'one key (replays)' }[use]
+  return {
+    id,
+    route,
+    label: route === '5' ? `POST document-solicitation (bob → Acme), ${what}` : `POST customers (alice, 4 ids), ${what}`,
+    kind: 'write',
+    async prepare({ baseUrl }) {
+      const email = route === '5' ? 'bob@beta.example' : 'alice@acme.example'
+      const token = await accessToken(baseUrl, email)
+      const sameKey = randomUUID()
+      const all = route === '5'
+        ? [{ path: `/api/company/v1/${roles.betaBuyer}/document-solicitation/${roles.acmeSeller}`, body: JSON.stringify({ document_types: ['balance_sheet'] }) }]
+        : Array.from({ length: 4 }, (_, n) => ({
+            path: `/api/company/v1/${roles.acmeSeller}/customers/${BENCH_CUSTOMERS[n]}`,
+            body: JSON.stringify({ name: `Bench Customer ${n}`, tax_id: BENCH_CUSTOMER_TAX_IDS[n] }),
+          }))
+      // One key goes with one request: another path with it would be 422.
+      const bodies = use === 'same' ? all.slice(0, 1) : all
+      const headers = keyedHeaders(token, use, sameKey)
+      // Creates the solicitation or the customers (and the key's answer) before the measurement.
+      for (const { path, body } of bodies) await fetch(`${baseUrl}${path}`, { method: 'POST', headers, body }).then((response) => response.text())
+      if (route === '11') await assertAnswers(baseUrl, { path: bodies[0]!.path, method: 'POST', headers, body: bodies[0]!.body })
+      let next = 0
+      return () => ({
+        path: bodies[0]!.path,
+        requests: [
+          {
+            method: 'POST',
+            path: bodies[0]!.path,
+            headers,
+            setupRequest: (request) => {
+              const { path, body } = bodies[next++ % bodies.length]!
+              const keyed = use === 'new' ? { ...headers, 'idempotency-key': randomUUID() } : headers
+              return { ...request, path, body, headers: keyed }
+            },
+          },
+        ],
+      })
+    },
+  }
+}
+
+const BENCH_CUSTOMERS = ['7b000000-0000-4000-8000-000000000001', '7b000000-0000-4000-8000-000000000002', '7b000000-0000-4000-8000-000000000003', '7b000000-0000-4000-8000-000000000004']
+/** Valid CNPJs of their own (the demo customers hold others). */
+const BENCH_CUSTOMER_TAX_IDS = ['11444777000161', '11222333000262', '98765432100060', '12ABC34501DE35']
+
+export const KEYED_WRITES: Scenario[] = [
+  keyedScenario('r5', '5', 'none'),
+  keyedScenario('r5k', '5', 'new'),
+  keyedScenario('r5r', '5', 'same'),
+  keyedScenario('r11', '11', 'none'),
+  keyedScenario('r11k', '11', 'new'),
+  keyedScenario('r11r', '11', 'same'),
+]

@@ -62,7 +62,7 @@ export const tokenRouteSchema = {
   description:
     'E-mail (case-insensitive, trimmed) and password. Send the `access` token as `Authorization: Bearer <access>` ' +
     '(valid 5 minutes); renew it with the refresh route (the `refresh` token is valid 1 day). Every failure is ' +
-    '`401 no_active_account`; repeated failures are `429` with `Retry-After`.',
+    '`401 no_active_account`; repeated failures are `429` with `Retry-After`. Concurrent logins of one e-mail from one client wait for each other, so a burst of correct ones is served.',
   body: loginBody,
   response: routeResponses(
     { 200: tokenResponse('The token pair', TokenPairResponse, { alice: { summary: 'alice@acme.example logged in', value: DEMO_TOKENS } }) },

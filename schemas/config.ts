@@ -43,13 +43,16 @@ export const EnvironmentSchema = Type.Object({
   LOGIN_FAILURES_PER_ACCOUNT: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   LOGIN_FAILURES_PER_ADDRESS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   LOGIN_FAILURE_WINDOW: Type.Optional(Duration),
+  LOGIN_BURST_WAIT: Type.Optional(Duration),
   LOGIN_FAILURE_MIN_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
   PASSWORD_HASH_QUEUE_PER_THREAD: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$' })),
   REQUEST_TIMEOUT: Type.Optional(Duration),
   KEEP_ALIVE_TIMEOUT: Type.Optional(Duration),
   CONNECTION_TIMEOUT: Type.Optional(Duration),
+  ALLOW_DEMO_DATA: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
   ALLOW_DEMO_SECRETS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
   METRICS_PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
+  METRICS_HOST: Type.Optional(NonEmpty),
   HELPER_THREAD_NICENESS: Type.Optional(Type.String({ pattern: '^(1?[0-9])$' })),
 })
 

@@ -6,6 +6,7 @@ import { CUSTOMER, CUSTOMER_REQUEST, NEW_CUSTOMER_ID } from './examples.js'
 import {
   BEARER_PROBLEMS, BODY_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, when, withExample, withExamples,
 } from './responses.js'
+import { IDEMPOTENCY_PROBLEMS, IdempotencyHeaders, replayable } from './idempotency.js'
 
 export const CustomerParams = Type.Object({
   company_role_id: withExample(Uuid, DEMO.roles.acmeSeller),
@@ -60,12 +61,13 @@ export const saveCustomerRouteSchema = {
     'another customer of the role already has is `409 duplicate_customer` (with that `customer_id`). The `id` is the ' +
     'company role\'s own: another role\'s customer with the same `id` is another customer. Invalid check digits, e-mail or phone are `400 invalid` with `errors` per field.',
   params: CustomerParams,
+  headers: IdempotencyHeaders,
   body: withExamples(CustomerRequest, {
     zeta: { summary: 'A CNPJ customer, punctuation as typed', value: CUSTOMER_REQUEST },
     person: { summary: 'A CPF customer without e-mail or phone', value: { name: 'João da Silva', tax_id: '529.982.247-25' } },
   }),
   response: routeResponses(
-    { 201: jsonResponse('The customer as stored (created, updated or unchanged)', Customer, { zeta: { summary: 'Zeta saved for Acme seller', value: CUSTOMER } }) },
+    { 201: replayable(jsonResponse('The customer as stored (created, updated or unchanged)', Customer, { zeta: { summary: 'Zeta saved for Acme seller', value: CUSTOMER } })) },
     [
       invalid(
         { tax_id: ['Not a valid CNPJ: the check digits do not match.'] },
@@ -86,6 +88,7 @@ export const saveCustomerRouteSchema = {
         when: 'Another customer of the role has this `tax_id`; `customer_id` names it',
         extra: { customer_id: DEMO.customers.acmeCompany },
       },
+      ...IDEMPOTENCY_PROBLEMS,
     ],
   ),
 }

@@ -48,10 +48,24 @@ server_error\` carries no details, quote the \`X-Request-Id\` response header to
 **Request ids.** Send \`X-Request-Id\` (letters, digits, \`._:-\`, up to 128) to trace a call end to end;
 it is echoed on the response (one is made when absent).
 
-**Retrying safely.** \`POST /api/company/v1/{company_role_id}/customers/{id}\` is an idempotent
-upsert under an id *you* choose (a UUID): sync your own records under their ids and retry freely;
-the answer is \`201\` with the stored customer each time. Changing its \`tax_id\` later is
-\`409 tax_id_immutable\`.
+**Retrying safely.** A call whose answer never came (a timeout, a reset connection, a gateway's
+\`502\` or \`504\`) may or may not have been done. Send it again only where that is safe:
+- any \`GET\`;
+- the \`POST\`s to \`…/document-solicitation/{seller_id}\`, \`…/customers/{id}\` and
+  \`…/confirm-migration-account/{uidb64}/{token}\` with an \`Idempotency-Key\` header: a new UUID per
+  operation, the same on each of its attempts. The first request runs; a retry gets its answer
+  again (status and body, with \`Idempotent-Replayed: true\`) and runs nothing. The same key with
+  another path or body is \`422 idempotency_key_reused\`; while the first still runs,
+  \`409 idempotency_key_in_use\` with \`Retry-After\`. Keys are kept 24 h per user (per link on the
+  confirmation). A \`500\` or \`503\` is not kept: the retry runs again;
+- a refresh with the same spent token within 30 s of its rotation answers the same new
+  refresh token, while that one is unused;
+- \`429\` and \`503\` carry \`Retry-After\`: wait that long, then send the same request;
+- \`…/customers/{id}\` is also an idempotent upsert under an id *you* choose (a UUID): the same
+  body again changes nothing (changing a customer's \`tax_id\` is \`409 tax_id_immutable\`);
+- deleting a bank account: a \`404\` to a retry after a lost \`204\` means it was done.
+
+Any other \`POST\` without a key may have been done: read the state (a \`GET\`) before sending it again.
 
 **The e-signature webhook** (\`POST /webhook/esign/{secret}/\`) is for the provider: the path secret
 authenticates it and, when configured, \`Content-Hmac: sha256=<hex HMAC-SHA256 of the raw body>\` signs

@@ -3,6 +3,7 @@ import { KYC_CHECK_STATUSES, KYC_TYPES, KYC_VALIDITY_DAYS } from '../src/vocabul
 import { DEMO } from '../db/seed/ids.js'
 import { DateOnly, Nullable, OPTIONAL_BODY, StringEnum, Timestamp, Uuid } from './common.js'
 import { ACME_CHECK_DOCUMENTS, SOLICITATION, SOLICITATION_REQUEST } from './examples.js'
+import { IDEMPOTENCY_PROBLEMS, IdempotencyHeaders, replayable } from './idempotency.js'
 import {
   BEARER_PROBLEMS, BODY_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, when, withExample, withExamples,
 } from './responses.js'
@@ -127,15 +128,16 @@ export const solicitationRouteSchema = {
     'for `document_types` (default: every type not approved, expired ones included). Explicit types are requested ' +
     'whatever their status. One open solicitation per buyer and seller. The body may be omitted (same as `{}`).',
   params: SolicitationParams,
+  headers: IdempotencyHeaders,
   body: withExamples(SolicitationRequest, {
     balance_sheet: { summary: 'Ask Acme for its expired balance sheet', value: SOLICITATION_REQUEST },
     defaults: { summary: 'Ask for every type not approved', value: {} },
   }),
   response: routeResponses(
     {
-      201: jsonResponse('The solicitation, open', SolicitationResponse, {
+      201: replayable(jsonResponse('The solicitation, open', SolicitationResponse, {
         balance_sheet: { summary: 'Beta buyer asked Acme seller for its balance sheet', value: SOLICITATION },
-      }),
+      })),
     },
     [
       invalid({ due_date: ['Must not be in the past.'] }, 'A path id is not a UUID, or a body field is malformed (`due_date` in the past, an unknown `document_types` entry…)'),
@@ -154,6 +156,7 @@ export const solicitationRouteSchema = {
         status: 409, code: 'nothing_to_request', detail: 'Every required document of this seller is approved and valid.',
         when: 'No `document_types` given and every required type is approved',
       },
+      ...IDEMPOTENCY_PROBLEMS,
     ],
   ),
 }

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { SessionUser, TokenPairResponse } from './auth.js'
 import { OPTIONAL_BODY } from './common.js'
 import { DEMO_TOKENS, MARIA } from './examples.js'
+import { IDEMPOTENCY_PROBLEMS, IdempotencyHeaders, replayable } from './idempotency.js'
 import { invalid, Problems, routeResponses, tokenResponse, when, withExample, withExamples } from './responses.js'
 
 /** Not constrained here: every malformed link must be the same `invalid_link`, not a validation error. */
@@ -49,17 +50,22 @@ export const confirmMigrationRouteSchema = {
     '',
     'A malformed `uidb64`, an unknown or already confirmed user, and a wrong, tampered, expired or used token are all',
     '`400 invalid_link`.',
+    '',
+    'With `Idempotency-Key`, a retry after a lost answer gets the same `201` (the same tokens) instead of',
+    '`invalid_link`. No user is known before the link is checked, so a key belongs to the link (the path): the same key',
+    'with another link is another key. Only the `201` is kept: an `invalid_link` answer reserves nothing.',
   ].join('\n'),
   params: ConfirmMigrationParams,
+  headers: IdempotencyHeaders,
   body: withExamples(ConfirmMigrationRequest, {
     keep: { summary: 'Keep the password of the old platform', value: {} },
     replace: { summary: 'Set a new password', value: { password: 'a new long passphrase' } },
   }),
   response: routeResponses(
     {
-      201: tokenResponse('The account is confirmed and a session starts', ConfirmMigrationResponse, {
+      201: replayable(tokenResponse('The account is confirmed and a session starts', ConfirmMigrationResponse, {
         maria: { summary: 'maria@legacy.example (old id 1042, uidb64 `MTA0Mg`) confirmed', value: { ...DEMO_TOKENS, user: MARIA } },
-      }),
+      })),
     },
     [
       {
@@ -67,9 +73,11 @@ export const confirmMigrationRouteSchema = {
         when: 'A malformed `uidb64`, an unknown or already confirmed user, or a wrong, tampered, expired or used token',
       },
       invalid({ password: ['Must NOT have fewer than 8 characters.'] }, '`password` is not 8 to 1024 characters'),
-      when(Problems.parseError, 'The body is not JSON (an empty body is `{}`)'),
+      when(Problems.parseError, 'The body is not JSON (an empty body is `{}`), or nests arrays and objects deeper than 64 levels'),
+      Problems.requestTimeout,
       Problems.payloadTooLarge,
       Problems.unsupportedMediaType,
+      ...IDEMPOTENCY_PROBLEMS,
     ],
   ),
 }

@@ -18,7 +18,7 @@ export const PROBLEM_MEDIA = 'application/problem+json'
  */
 export const HEADER_REQUIRED = 'x-required'
 
-interface HeaderSpec {
+export interface HeaderSpec {
   type: 'string' | 'integer'
   description: string
   [HEADER_REQUIRED]?: true
@@ -28,7 +28,7 @@ const REQUEST_ID: Record<string, HeaderSpec> = {
   'X-Request-Id': {
     [HEADER_REQUIRED]: true,
     type: 'string',
-    description: "The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request",
+    description: "The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request",
   },
 }
 
@@ -91,7 +91,7 @@ export function withExample<T extends TSchema>(schema: T, example: Static<T>): T
 
 // ------------------------------------------------------------------------------ problem cases
 
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 503
+export type ErrorStatus = 400 | 401 | 403 | 404 | 408 | 409 | 413 | 415 | 422 | 429 | 500 | 503
 
 /** One error a route can answer: its status, stable code, the detail sentence sent, and when. */
 export interface ProblemCase {
@@ -102,6 +102,8 @@ export interface ProblemCase {
   readonly when: string
   /** Members beyond the standard five, as in the example (`errors`, `solicitation_id`…). */
   readonly extra?: Record<string, unknown>
+  /** Headers this case sends beyond its status's (`Retry-After` on a 409 that may be retried). */
+  readonly headers?: Record<string, HeaderSpec>
 }
 
 /** The same case, described (and exemplified) for one route. */
@@ -128,7 +130,7 @@ export function problemExample(problemCase: ProblemCase) {
 /** The problem cases shared by routes; routes narrow `when` with `when()`. */
 export const Problems = {
   parseError: {
-    status: 400, code: 'parse_error', detail: 'JSON parse error - the body is not valid JSON.', when: 'The body is not JSON (or is empty)',
+    status: 400, code: 'parse_error', detail: 'JSON parse error - the body is not valid JSON.', when: 'The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels',
   },
   notAuthenticated: {
     status: 401, code: 'not_authenticated', detail: 'Authentication credentials were not provided.', when: 'No `Authorization: Bearer <access>` header',
@@ -148,6 +150,10 @@ export const Problems = {
     status: 404, code: 'not_found', detail: 'Not found.',
     when: 'The caller is not a member of `company_role_id` (the same answer whether or not it exists)',
   },
+  requestTimeout: {
+    status: 408, code: 'request_timeout', detail: 'The request was not received in time.',
+    when: 'The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed',
+  },
   payloadTooLarge: {
     status: 413, code: 'payload_too_large', detail: 'The request body is too large.', when: 'The body is over 16 KiB',
   },
@@ -157,7 +163,7 @@ export const Problems = {
   },
   throttled: {
     status: 429, code: 'throttled', detail: 'Request was throttled. Expected available in 60 seconds.',
-    when: 'Too many failed logins from this client for this e-mail, or for this account; wait `Retry-After` seconds',
+    when: 'Too many failed logins from this client for this e-mail, for this account or from this address; `Retry-After` is the real wait: the rest of the window, or a second or two when only attempts still being checked hold the limit (concurrent logins wait for those instead)',
   },
   serverError: {
     status: 500, code: 'server_error', detail: 'A server error occurred.',
@@ -172,7 +178,7 @@ export const Problems = {
 /** The cases of every route that carries a bearer token. */
 export const BEARER_PROBLEMS: readonly ProblemCase[] = [Problems.notAuthenticated, Problems.tokenNotValid]
 /** The cases of every route that reads a JSON body of at most 16 KiB. */
-export const BODY_PROBLEMS: readonly ProblemCase[] = [Problems.parseError, Problems.payloadTooLarge, Problems.unsupportedMediaType]
+export const BODY_PROBLEMS: readonly ProblemCase[] = [Problems.parseError, Problems.requestTimeout, Problems.payloadTooLarge, Problems.unsupportedMediaType]
 /** Any route can fail unexpectedly, lose its database or be answered while the instance drains. */
 const EVERY_ROUTE: readonly ProblemCase[] = [Problems.serverError, Problems.serviceUnavailable]
 
@@ -190,7 +196,7 @@ function problemResponse(status: ErrorStatus, cases: readonly ProblemCase[]) {
   }
   return {
     description: `${STATUS_CODES[status] ?? 'Error'}:\n${lines.join('\n')}`,
-    headers: headerObjects(status),
+    headers: Object.assign(headerObjects(status), ...cases.map((problemCase) => problemCase.headers ?? {})) as Record<string, HeaderSpec>,
     content: { [PROBLEM_MEDIA]: { schema: Type.Ref('Problem'), examples } },
   }
 }

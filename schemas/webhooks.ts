@@ -55,7 +55,8 @@ export const esignWebhookRouteSchema = {
   summary: 'E-signature provider notification',
   description: [
     'Public; the path secret authenticates the provider (several secrets may be active, for rotation). An unknown ' +
-      'secret is `404`, as for a route that does not exist. With `ESIGN_WEBHOOK_HMAC_KEY` set, `Content-Hmac` must ' +
+      'secret is `404`, as for a route that does not exist; past `LOGIN_FAILURES_PER_ADDRESS` wrong secrets from one ' +
+      'address within `LOGIN_FAILURE_WINDOW`, anything from it is `429` with `Retry-After`. With `ESIGN_WEBHOOK_HMAC_KEY` set, `Content-Hmac` must ' +
       'carry the HMAC-SHA256 of the raw body (`401 invalid_signature`), checked before the body is parsed. Body limit 1 MiB.',
     'Every accepted delivery is stored as received, with the hex SHA-256 of the raw body as its dedupe key, in the ' +
       'same transaction that applies it; a body received before is answered `duplicate: true` and changes nothing. ' +
@@ -91,8 +92,10 @@ export const esignWebhookRouteSchema = {
         when: 'With `ESIGN_WEBHOOK_HMAC_KEY` set: `Content-Hmac` is missing or wrong',
       },
       when(Problems.notFound, 'Unknown secret, as for a route that does not exist'),
+      Problems.requestTimeout,
       when(Problems.payloadTooLarge, 'The body is over 1 MiB'),
       Problems.unsupportedMediaType,
+      when(Problems.throttled, 'Too many wrong secrets from this address; wait `Retry-After` seconds'),
     ],
   ),
 }

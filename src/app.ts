@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto'
-import type { IncomingMessage, Server } from 'node:http'
+import type { Server } from 'node:http'
 import fastifySensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { EXAMPLES_KEYWORD } from '../schemas/responses.js'
 import authRoutes from './auth/plugin.js'
+import { AddressFailureLimit } from './auth/address-failure-limit.js'
 import {
   FallbackCounterStore,
   LoginThrottle,
@@ -17,12 +17,12 @@ import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
 import { openDatabase, type OpenOptions } from './db/open.js'
 import type { DatabaseHandle } from './db/database.js'
-import { answerClientError } from './lib/client-errors.js'
+import { answerClientError, refuseVersionlessRequests } from './lib/client-errors.js'
 import { installStrictFormats } from './lib/formats.js'
 import { buildLazySerializers } from './lib/lazy-serializers.js'
 import { wellFormedJsonParser } from './lib/well-formed-json.js'
 import { loggerOptions, RequestLogController, type LogDestination } from './logging.js'
-import { traceChildLoggerFactory } from './observability/trace-context.js'
+import { gatewayCheck, GATEWAY_CHECK, requestIdGenerator, traceChildLoggerFactory } from './observability/trace-context.js'
 import marketplaceRoutes from './marketplace/plugin.js'
 import authenticationPlugin from './auth/authentication.js'
 import databasePlugin from './plugins/database.js'
@@ -30,6 +30,7 @@ import docsPlugin from './plugins/docs.js'
 import drainingPlugin from './plugins/draining.js'
 import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
 import healthRoutes from './plugins/health.js'
+import idempotencyPlugin from './idempotency/plugin.js'
 import jwksRoutes from './auth/jwks.js'
 import metricsPlugin from './plugins/metrics.js'
 import securityHeaders from './plugins/security-headers.js'
@@ -47,14 +48,6 @@ export interface BuildOptions {
   counterStore?: CounterStore
   /** Fills a new embedded database (src/server.ts passes the demo seed; see src/db/open.ts). */
   seedNewEmbedded?: OpenOptions['seedNewEmbedded']
-}
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
-
-/** Keeps the gateway's X-Request-Id when it is a sane token, else makes one. */
-function requestId(request: IncomingMessage): string {
-  const incoming = request.headers['x-request-id']
-  return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
 }
 
 /** Every secret the configuration holds, masked by value wherever a client puts one in a URL. */
@@ -79,10 +72,13 @@ function httpTimeouts({ http }: Config): Pick<FastifyHttpOptions<Server>, 'reque
 }
 
 function serverOptions(config: Config, options: BuildOptions): FastifyServerOptions {
+  // X-Request-Id and traceparent name a request's log trail: only the gateway may choose them.
+  const fromGateway = gatewayCheck(config.trustProxy)
+  ;(globalThis as Record<symbol, unknown>)[GATEWAY_CHECK] = fromGateway // for src/tracing.ts
   return {
     logger: loggerOptions(config.logLevel, options.logDestination, configuredSecrets(config)),
-    genReqId: requestId,
-    childLoggerFactory: traceChildLoggerFactory(),
+    genReqId: requestIdGenerator(fromGateway),
+    childLoggerFactory: traceChildLoggerFactory(fromGateway),
     logController: new RequestLogController(),
     // Fastify also takes a hop count here, which its type does not spell out.
     trustProxy: config.trustProxy as FastifyServerOptions['trustProxy'],
@@ -124,7 +120,10 @@ async function counterStore(app: FastifyInstance, config: Config, options: Build
 /** Builds the whole service from a configuration; no globals, nothing listens yet. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, options)).withTypeProvider<TypeBoxTypeProvider>()
-  const database = options.database ?? (await openDatabase(config, app.log, { seedNewEmbedded: options.seedNewEmbedded }))
+  refuseVersionlessRequests(app.server)
+  // Demo data only where allowed: never in production without ALLOW_DEMO_DATA=true, whoever asks.
+  const seedNewEmbedded = config.demoData ? options.seedNewEmbedded : undefined
+  const database = options.database ?? (await openDatabase(config, app.log, { seedNewEmbedded }))
 
   app.decorateRequest('logResult', null)
   app.addHook('onRequest', async (request, reply) => {
@@ -145,16 +144,21 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(docsPlugin)
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)
+  // A claim outlives any handler: one past HANDLER_TIMEOUT still runs, and must not run twice.
+  await app.register(idempotencyPlugin, { claimTimeoutMs: Math.max(60_000, 2 * config.handlerTimeoutMs) })
   await app.register(presencePlugin)
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
-  const throttle = new LoginThrottle(await counterStore(app, config, options), config.loginThrottle)
+  const counters = await counterStore(app, config, options)
+  const throttle = new LoginThrottle(counters, config.loginThrottle)
+  // Wrong webhook path secrets: counted per address like failed logins, with the same limit and window.
+  const secretGuesses = new AddressFailureLimit(counters, 'webhook-secret', config.loginThrottle)
   await app.register(healthRoutes, { prefix: '/health' })
   await app.register(jwksRoutes, { config })
   await app.register(authRoutes, { prefix: '/api/auth/v1', config, throttle })
   await app.register(companyRoutes, { prefix: '/api/company' })
   await app.register(marketplaceRoutes, { prefix: '/api/v1/marketplace' })
-  await app.register(webhookRoutes, { config })
+  await app.register(webhookRoutes, { config, secretGuesses })
   await app.register(registrationRoutes, { prefix: '/api/registration/v1', config })
   return app
 }

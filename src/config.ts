@@ -2,6 +2,7 @@ import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
 import { Type, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { EnvironmentSchema, type Environment } from '../schemas/config.js'
+import { listItems, PRODUCTION_SECRET_RULES, variableWeakness } from './secret-strength.js'
 
 export type JwtAlgorithm = 'HS256' | 'RS256' | 'EdDSA'
 
@@ -35,6 +36,8 @@ export interface Config {
   legacySecretKey: string
   legacySecretKeyFallbacks: string[]
   linkTtl: number
+  /** Whether demo data may be loaded (a new embedded database, `seed`): always outside production, there only with ALLOW_DEMO_DATA=true. */
+  demoData: boolean
   esignWebhookSecrets: string[]
   esignWebhookHmacKey: string | undefined
   redisUrl: string | undefined
@@ -42,18 +45,21 @@ export interface Config {
   logLevel: string
   /** Seconds: whole request received (slow bodies end as 408), idle keep-alive, idle socket. */
   http: { requestTimeout: number; keepAliveTimeout: number; connectionTimeout: number }
-  loginThrottle: { perClient: number; perAccount: number; perAddress: number; windowSeconds: number }
+  /** burstWaitMs: how long a login waits for the attempts in flight that hold a limit, before 429. */
+  loginThrottle: { perClient: number; perAccount: number; perAddress: number; windowSeconds: number; burstWaitMs: number }
   /** A failed login is answered no sooner than this many ms after it began, whatever the stored hash. */
   loginFailureMinMs: number
   /** Password hashes allowed to wait per hashing thread; beyond, a login is 503 at once. */
   passwordHashQueuePerThread: number
   /** Port of the Prometheus metrics server (GET /metrics), apart from the API's; undefined: no metrics served. */
   metricsPort: number | undefined
+  /** Where the metrics server listens: loopback unless told (it shows the Node version, heap and counters). */
+  metricsHost: string
   /** Nice value (0 to 19) for every thread but the event loop's, password hashing's among them; 0 leaves them alone. */
   helperThreadNiceness: number
 }
 
-/** Demo secrets: refused in production unless ALLOW_DEMO_SECRETS=true. */
+/** Demo secrets: refused in production (in any case) unless ALLOW_DEMO_SECRETS=true. */
 export const DEMO_SECRETS = {
   JWT_SIGNING_KEY: 'demo-jwt-signing-key-change-me-in-production-0000',
   LEGACY_SECRET_KEY: 'demo-legacy-secret',
@@ -62,6 +68,11 @@ export const DEMO_SECRETS = {
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
+}
+
+/** Demo data is public logins: production loads it only when ALLOW_DEMO_DATA=true says a demo is meant. */
+function demoDataAllowed(env: Environment): boolean {
+  return env.NODE_ENV !== 'production' || env.ALLOW_DEMO_DATA === 'true'
 }
 
 const UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 }
@@ -81,7 +92,7 @@ function parseTrustProxy(text: string | undefined): TrustProxy {
 }
 
 function splitList(text: string | undefined): string[] {
-  return (text ?? '').split(',').map((item) => item.trim()).filter(Boolean)
+  return listItems(text ?? '')
 }
 
 function describeErrors(schema: TSchema, env: Record<string, unknown>): string {
@@ -132,27 +143,47 @@ function loadJwtKeys(env: Environment, secret: string | undefined): JwtKeys {
   return { algorithm: 'HS256', secret }
 }
 
-/**
- * In production every secret must be the operator's own: missing or demo values stop the start,
- * whatever the database, unless ALLOW_DEMO_SECRETS=true says a demo is meant. All offending
- * variables are named at once so that one failed start is enough to fix them.
- */
-function checkProductionSecrets(
-  env: Environment,
-  names: readonly (keyof typeof DEMO_SECRETS)[] = Object.keys(DEMO_SECRETS) as (keyof typeof DEMO_SECRETS)[],
-): void {
-  if (env.NODE_ENV !== 'production' || env.ALLOW_DEMO_SECRETS === 'true') return
-  const offending = names.filter((name) => {
-    if (name === 'JWT_SIGNING_KEY' && env.JWT_PRIVATE_KEY) return false
+type SecretName = keyof typeof PRODUCTION_SECRET_RULES
+
+/** Secrets production cannot run without (JWT_SIGNING_KEY unless a key pair is given). */
+const REQUIRED_SECRETS = ['JWT_SIGNING_KEY', 'LEGACY_SECRET_KEY', 'ESIGN_WEBHOOK_SECRETS'] as const
+const ALL_SECRETS = Object.keys(PRODUCTION_SECRET_RULES) as SecretName[]
+
+/** Why each of `names` is unfit for production, as `NAME: reason`; ALLOW_DEMO_SECRETS=true lets the demo values (only) through. */
+function secretProblems(env: Environment, names: readonly SecretName[]): string[] {
+  const acceptDemo = env.ALLOW_DEMO_SECRETS === 'true'
+  return names.flatMap((name) => {
     const value = env[name]
-    return value === undefined || splitList(value).some((item) => item === DEMO_SECRETS[name])
+    if (value === undefined || listItems(value).length === 0) {
+      const required = (REQUIRED_SECRETS as readonly string[]).includes(name) && !(name === 'JWT_SIGNING_KEY' && env.JWT_PRIVATE_KEY)
+      return required && !acceptDemo ? [`${name}: required in production`] : []
+    }
+    const weakness = variableWeakness(value, PRODUCTION_SECRET_RULES[name], { demoValues: Object.values(DEMO_SECRETS), acceptDemo })
+    return weakness ? [`${name}: ${weakness}`] : []
   })
-  if (offending.length > 0) {
-    throw new ConfigError(
-      `${offending.join(', ')}: required in production, and not the demo values ` +
-        '(set them, or ALLOW_DEMO_SECRETS=true to run a demo with the documented demo secrets)',
+}
+
+/**
+ * In production every secret must be the operator's own and strong (src/secret-strength.ts):
+ * missing, demo or weak values stop the start, whatever the database, unless ALLOW_DEMO_SECRETS=true
+ * says a demo is meant (then the demo values pass, other values are still checked). And the
+ * embedded database, which is the demo's, needs ALLOW_DEMO_DATA=true. Every problem is named at
+ * once so that one failed start is enough to fix them.
+ */
+function checkProduction(env: Environment, names: readonly SecretName[] = ALL_SECRETS, database = true): void {
+  if (env.NODE_ENV !== 'production') return
+  const problems: string[] = []
+  if (database && env.DATABASE_URL === undefined && env.ALLOW_DEMO_DATA !== 'true') {
+    problems.push('DATABASE_URL: required in production (or ALLOW_DEMO_DATA=true to serve the embedded demo and its public logins)')
+  }
+  const secrets = secretProblems(env, names)
+  if (secrets.length > 0) {
+    problems.push(
+      `${secrets.join('; ')} (secrets of your own, minimums in docs/deployment.md, ` +
+        'or ALLOW_DEMO_SECRETS=true to run a demo with the documented demo secrets)',
     )
   }
+  if (problems.length > 0) throw new ConfigError(problems.join('; '))
 }
 
 /** METRICS_PORT: 9464 (Prometheus' registered port for exporters) when unset; empty or 0 serves no metrics. */
@@ -165,11 +196,11 @@ function metricsPortOf(raw: string | undefined, validated: string | undefined): 
 
 /**
  * Validates the environment and returns typed settings. Secrets fall back to documented demo values
- * outside production (see checkProductionSecrets).
+ * outside production (see checkProduction).
  */
 export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
   const env = readEnvironment(rawEnv)
-  checkProductionSecrets(env)
+  checkProduction(env)
   const secret = (name: keyof typeof DEMO_SECRETS): string => env[name] ?? DEMO_SECRETS[name]
 
   const port = Number(env.PORT ?? 3000)
@@ -192,6 +223,12 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
   if (databaseConnectTimeoutMs === 0 || databaseStatementTimeoutMs === 0) {
     throw new ConfigError('DATABASE_CONNECT_TIMEOUT / DATABASE_STATEMENT_TIMEOUT: must be above 0 (a stalled database would hang requests)')
   }
+  const handlerTimeoutMs = milliseconds(env.HANDLER_TIMEOUT, '10s')
+  const loginBurstWaitMs = milliseconds(env.LOGIN_BURST_WAIT, '5s')
+  // A login waiting for its burst past the handler's bound would be answered 503 instead of served.
+  if (handlerTimeoutMs > 0 && loginBurstWaitMs + 1000 > handlerTimeoutMs) {
+    throw new ConfigError('LOGIN_BURST_WAIT: must stay at least 1s below HANDLER_TIMEOUT (a waiting login would be answered 503)')
+  }
   return {
     env: env.NODE_ENV ?? 'development',
     port,
@@ -201,7 +238,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     databasePreparedStatements: env.DATABASE_PREPARED_STATEMENTS !== 'false',
     databaseConnectTimeoutMs,
     databaseStatementTimeoutMs,
-    handlerTimeoutMs: milliseconds(env.HANDLER_TIMEOUT, '10s'),
+    handlerTimeoutMs,
     drain,
     pgliteDir: env.PGLITE_DIR ?? './data/pglite',
     jwt: { ...loadJwtKeys(env, secret('JWT_SIGNING_KEY')), issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE },
@@ -211,6 +248,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     legacySecretKey: secret('LEGACY_SECRET_KEY'),
     legacySecretKeyFallbacks: splitList(env.LEGACY_SECRET_KEY_FALLBACKS),
     linkTtl: parseDuration(env.LINK_TTL ?? '3d'),
+    demoData: demoDataAllowed(env),
     esignWebhookSecrets: splitList(secret('ESIGN_WEBHOOK_SECRETS')),
     esignWebhookHmacKey: env.ESIGN_WEBHOOK_HMAC_KEY,
     redisUrl: env.REDIS_URL,
@@ -228,11 +266,13 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
       perAccount: Number(env.LOGIN_FAILURES_PER_ACCOUNT ?? 20),
       perAddress: Number(env.LOGIN_FAILURES_PER_ADDRESS ?? 30),
       windowSeconds: loginWindow,
+      burstWaitMs: loginBurstWaitMs,
     },
     loginFailureMinMs: Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
     passwordHashQueuePerThread: Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),
     helperThreadNiceness: Number(env.HELPER_THREAD_NICENESS ?? 10),
     metricsPort,
+    metricsHost: env.METRICS_HOST ?? '127.0.0.1',
   }
 }
 
@@ -259,19 +299,36 @@ export function loadDatabaseSettings(rawEnv: NodeJS.ProcessEnv = process.env): D
 
 export interface ConfirmationLinkSettings extends DatabaseSettings {
   legacySecretKey: string
+  /** Whether a new embedded database gets the demo data, as the service's start would give it. */
+  demoData: boolean
   /** Seconds a link stays valid. */
   linkTtl: number
 }
 
 /** `confirmation-link` also needs the old platform's secret (the demo one refused in production) and the link's lifetime. */
 export function loadConfirmationLinkSettings(rawEnv: NodeJS.ProcessEnv = process.env): ConfirmationLinkSettings {
-  const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_SECRETS', 'LEGACY_SECRET_KEY', 'LINK_TTL'])
-  checkProductionSecrets(env, ['LEGACY_SECRET_KEY'])
+  const env = readEnvironment(rawEnv, [
+    ...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_SECRETS', 'ALLOW_DEMO_DATA', 'LEGACY_SECRET_KEY', 'LINK_TTL',
+  ])
+  checkProduction(env, ['LEGACY_SECRET_KEY'], false)
   return {
     ...databaseSettings(env),
     legacySecretKey: env.LEGACY_SECRET_KEY ?? DEMO_SECRETS.LEGACY_SECRET_KEY,
+    demoData: demoDataAllowed(env),
     linkTtl: parseDuration(env.LINK_TTL ?? '3d'),
   }
+}
+
+/**
+ * `seed` loads public logins: in production only with ALLOW_DEMO_DATA=true, whatever the database
+ * (its secrets are not its business: the service checks them).
+ */
+export function loadSeedSettings(rawEnv: NodeJS.ProcessEnv = process.env): DatabaseSettings {
+  const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_DATA'])
+  if (!demoDataAllowed(env)) {
+    throw new ConfigError('ALLOW_DEMO_DATA: the demo data (users with a public password) is refused in production; set ALLOW_DEMO_DATA=true to load it anyway')
+  }
+  return databaseSettings(env)
 }
 
 /** `disable-user` also writes its audit event as a log line, at LOG_LEVEL. */

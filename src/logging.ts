@@ -69,35 +69,59 @@ const maskQuery = (query: string): string =>
  */
 const TOKENS = /eyJ[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]*)*|\b[0-9a-z]{1,13}-[0-9a-f]{20,}\b/g
 
-/** Percent-decoded until stable (a client may encode twice), within a few rounds. */
+/** Runs of percent-escapes; each is decoded on its own, so that one malformed escape cannot keep the rest encoded. */
+const ESCAPE_RUNS = /(?:%[0-9a-fA-F]{2})+/g
+const ESCAPE = /%[0-9a-fA-F]{2}/
+/** No client encodes a URL more than twice; each round is one pass over the text. */
+const DECODING_ROUNDS = 4
+
+const decodedOnce = (text: string): string => text.replace(ESCAPE_RUNS, decoded)
+
+/** Percent-decoded until stable, within DECODING_ROUNDS: decoding until stable without a bound costs the text's length squared. */
 function fullyDecoded(text: string): string {
   let current = text
-  for (let round = 0; round < 3 && current.includes('%'); round += 1) {
-    const next = decoded(current)
+  for (let round = 0; round < DECODING_ROUNDS && current.includes('%'); round += 1) {
+    const next = decodedOnce(current)
     if (next === current) break
     current = next
   }
   return current
 }
 
+/** Every segment still percent-encoded after DECODING_ROUNDS (or not decodable) masked whole: it could hide anything. */
+const maskStillEncoded = (text: string): string =>
+  text
+    .split('/')
+    .map((segment) => (ESCAPE.test(segment) ? MASK : segment))
+    .join('/')
+
+/** Every occurrence of `secret` (lower-cased) in `text`, in any case, masked; one pass. */
+function maskEvery(text: string, secret: string): string {
+  const lower = text.toLowerCase()
+  // Lower-casing may lengthen a character (İ): then the lower-cased text is masked, so that positions match.
+  if (lower.length !== text.length) text = lower
+  let masked = ''
+  let from = 0
+  for (let at = lower.indexOf(secret); at !== -1; at = lower.indexOf(secret, from)) {
+    masked += text.slice(from, at) + MASK
+    from = at + secret.length
+  }
+  return from === 0 ? text : masked + text.slice(from)
+}
+
 /**
  * The URL with every configured secret masked by value, wherever it sits and however the client
  * encoded or cased it: a near-miss of a route (`/webhooks/…`, `%2F` for the slashes) reaches the
- * 404 handler with the secret all the same. Where a secret is found only once decoded, the decoded
- * URL is what is logged.
+ * 404 handler with the secret all the same. Where a secret is found only once decoded, or a segment
+ * is still encoded after DECODING_ROUNDS, the decoded URL is what is logged, that segment masked.
  */
 function maskSecretValues(url: string, secrets: readonly string[]): string {
-  if (secrets.length === 0) return url
+  if (!url.includes('%') && secrets.length === 0) return url
   const plain = fullyDecoded(url)
+  const stillEncoded = ESCAPE.test(plain)
   const lower = plain.toLowerCase()
-  if (!secrets.some((secret) => lower.includes(secret))) return url
-  let masked = plain
-  for (const secret of secrets) {
-    for (let at = masked.toLowerCase().indexOf(secret); at !== -1; at = masked.toLowerCase().indexOf(secret, at + MASK.length)) {
-      masked = masked.slice(0, at) + MASK + masked.slice(at + secret.length)
-    }
-  }
-  return masked
+  if (!stillEncoded && !secrets.some((secret) => lower.includes(secret))) return url
+  return secrets.reduce(maskEvery, stillEncoded ? maskStillEncoded(plain) : plain)
 }
 
 /**

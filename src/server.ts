@@ -48,7 +48,7 @@ async function main(): Promise<void> {
   })
   // The embedded database is the demo: its login is printed with the URL.
   await listenAndAnnounce(app, config, config.databaseUrl === undefined ? { email: 'alice@acme.example', password: DEMO_PASSWORD } : undefined)
-  if (config.metricsPort !== undefined) await startMetricsServer(app, config.metricsPort, config.host)
+  if (config.metricsPort !== undefined) await startMetricsServer(app, config.metricsPort, config.metricsHost)
   // Password hashing runs on these threads; the event loop must keep the CPU it needs (issue 6).
   const lowered = await lowerHelperThreadPriority(config.helperThreadNiceness)
   app.log.debug({ threads: lowered, niceness: config.helperThreadNiceness }, 'helper threads lowered in priority')

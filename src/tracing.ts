@@ -20,7 +20,8 @@ import { detectResources, envDetector, resourceFromAttributes } from '@opentelem
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node'
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions'
 import { FastifyOtelInstrumentation } from '@fastify/otel'
-import { ACTIVE_TRACE_ID } from './observability/trace-context.js'
+import type { IncomingMessage, Server } from 'node:http'
+import { ACTIVE_TRACE_ID, GATEWAY_CHECK, setAsideClientTraceparent, type GatewayCheck } from './observability/trace-context.js'
 
 const require = createRequire(import.meta.url)
 
@@ -32,7 +33,7 @@ const provider = new NodeTracerProvider({
   // OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces), OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS.
   spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
 })
-// W3C trace context only (no baggage): the gateway's traceparent is honoured on the way in.
+// W3C trace context only (no baggage): the gateway's traceparent is honoured on the way in (a client's is set aside below).
 provider.register({ propagator: new W3CTraceContextPropagator() })
 
 registerInstrumentations({
@@ -55,6 +56,17 @@ registerInstrumentations({
 // http and pg already (its imports run first): requiring them again here lets the hooks patch the
 // loaded copies, whose prototypes the service uses. ioredis is loaded later, on demand.
 for (const name of ['node:http', 'pg', 'pg-pool']) require(name)
+
+// The http instrumentation reads traceparent as the server emits 'request', before any listener of
+// the service: a client's (not the gateway's, per TRUST_PROXY) is set aside first, so that the
+// request starts a trace of its own instead of writing into another's.
+const http = require('node:http') as { Server: { prototype: Server } }
+const instrumentedEmit = http.Server.prototype.emit as (this: Server, event: string | symbol, ...args: unknown[]) => boolean
+http.Server.prototype.emit = function emit(this: Server, event: string | symbol, ...args: unknown[]) {
+  const fromGateway = (globalThis as Record<symbol, GatewayCheck | undefined>)[GATEWAY_CHECK] ?? (() => false)
+  if (event === 'request') setAsideClientTraceparent(args[0] as IncomingMessage, fromGateway)
+  return instrumentedEmit.call(this, event, ...args)
+} as Server['emit']
 
 // Log lines carry the active span's trace id (src/observability/trace-context.ts).
 ;(globalThis as Record<symbol, unknown>)[ACTIVE_TRACE_ID] = () => trace.getActiveSpan()?.spanContext().traceId

@@ -199,7 +199,7 @@ async function seedChat(db: Kysely<Database>, now: Date): Promise<void> {
 /** Empties every table the service owns (the tests reset between cases with it). */
 export async function truncateAll(db: Kysely<Database>): Promise<void> {
   const tables = [
-    'webhook_deliveries', 'signature_signers', 'signature_envelopes', 'title_documents', 'operations', 'bids',
+    'idempotency_keys', 'webhook_deliveries', 'signature_signers', 'signature_envelopes', 'title_documents', 'operations', 'bids',
     'titles', 'company_role_presence', 'chat_conversations', 'customers', 'bank_accounts',
     'document_solicitations', 'kyc_documents', 'token_families', 'memberships', 'company_roles',
     'companies', 'users',

@@ -8,7 +8,7 @@ import type { Database } from '../../src/db/types.js'
  * foreign keys are computed, not looked up.
  *
  * Full scale (factor 1): 20,000 companies, 100,000 users, 2M titles, 6M title documents, 1.1M
- * bids, 200k operations, 100k solicitations, 2M token families, 5M webhook deliveries. Heavy
+ * bids, 200k operations, 100k solicitations, 2M token families, 5M webhook deliveries, 1M idempotency keys. Heavy
  * tenants scale with the factor: one seller with 50k titles, one buyer with 20k bids; one title has
  * 20 documents at any factor. Small factors keep at least 2,000 companies and 5,000 users: with
  * fewer, those tables fit in a few pages, and the planner rightly scans them instead of using an index.
@@ -34,6 +34,7 @@ export interface VolumeCounts {
   bids: number
   heavyBuyerBids: number
   deliveries: number
+  idempotencyKeys: number
 }
 
 export function volumeCounts(factor: number): VolumeCounts {
@@ -56,6 +57,7 @@ export function volumeCounts(factor: number): VolumeCounts {
     bids: scaled(1_100_000, 2_200),
     heavyBuyerBids: scaled(20_000, 100),
     deliveries: scaled(5_000_000, 10_000),
+    idempotencyKeys: scaled(1_000_000, 4_000),
   }
 }
 
@@ -228,6 +230,13 @@ export function volumeSteps(factor: number): VolumeStep[] {
              d.at, 'sign', 'venv-' || (w % ${c.titles} + 1), d.at, 'applied', d.at
         FROM generate_series(${a}, ${b}) AS w
        CROSS JOIN LATERAL (SELECT now() - w * (interval '90 days' / ${c.deliveries}) AS at) AS d`),
+    // Two days of keyed POSTs (24 h kept, the retention command daily), the newest first in n.
+    ...batched('idempotency_keys', c.idempotencyKeys, (a, b) => `
+      INSERT INTO idempotency_keys (scope, route, key_hash, fingerprint, status, answer, created_at)
+      SELECT 'user:' || ${user(`(n % ${c.users} + 1)`)}, 'POST /api/company/v1/:company_role_id/customers/:id',
+             sha256(convert_to('vk:' || n, 'UTF8')), sha256(convert_to('vf:' || n, 'UTF8')), 201,
+             convert_to(repeat('x', 300), 'UTF8'), now() - n * (interval '2 days' / ${c.idempotencyKeys})
+        FROM generate_series(${a}, ${b}) AS n`),
   ]
 }
 

@@ -75,7 +75,7 @@ export interface paths {
         put?: never;
         /**
          * Obtain an access and a refresh token
-         * @description E-mail (case-insensitive, trimmed) and password. Send the `access` token as `Authorization: Bearer <access>` (valid 5 minutes); renew it with the refresh route (the `refresh` token is valid 1 day). Every failure is `401 no_active_account`; repeated failures are `429` with `Retry-After`.
+         * @description E-mail (case-insensitive, trimmed) and password. Send the `access` token as `Authorization: Bearer <access>` (valid 5 minutes); renew it with the refresh route (the `refresh` token is valid 1 day). Every failure is `401 no_active_account`; repeated failures are `429` with `Retry-After`. Concurrent logins of one e-mail from one client wait for each other, so a burst of correct ones is served.
          */
         post: operations["obtainTokenPair"];
         delete?: never;
@@ -312,6 +312,10 @@ export interface paths {
          *
          *     A malformed `uidb64`, an unknown or already confirmed user, and a wrong, tampered, expired or used token are all
          *     `400 invalid_link`.
+         *
+         *     With `Idempotency-Key`, a retry after a lost answer gets the same `201` (the same tokens) instead of
+         *     `invalid_link`. No user is known before the link is checked, so a key belongs to the link (the path): the same key
+         *     with another link is another key. Only the `201` is kept: an `invalid_link` answer reserves nothing.
          */
         post: operations["confirmMigratedAccount"];
         delete?: never;
@@ -364,7 +368,7 @@ export interface operations {
             /** @description The process is up */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -381,7 +385,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -395,7 +399,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -419,7 +423,7 @@ export interface operations {
             /** @description Ready to serve */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -438,7 +442,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -452,7 +456,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -476,7 +480,7 @@ export interface operations {
             /** @description The key set */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -500,7 +504,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -514,7 +518,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -546,7 +550,7 @@ export interface operations {
             /** @description The token pair */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
                     "Cache-Control": string;
@@ -564,11 +568,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: `email` or `password` is missing or malformed; `errors` lists the messages per field
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -582,10 +586,24 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -598,7 +616,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -612,7 +630,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -622,11 +640,11 @@ export interface operations {
             };
             /**
              * @description Too Many Requests:
-             *     - `throttled`: Too many failed logins from this client for this e-mail, or for this account; wait `Retry-After` seconds
+             *     - `throttled`: Too many failed logins from this client for this e-mail, for this account or from this address; `Retry-After` is the real wait: the rest of the window, or a second or two when only attempts still being checked hold the limit (concurrent logins wait for those instead)
              */
             429: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds until a new attempt may succeed */
                     "Retry-After": number;
@@ -642,7 +660,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -656,7 +674,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -688,7 +706,7 @@ export interface operations {
             /** @description The token pair, the user and their companies */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -741,11 +759,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: `email` or `password` is missing or malformed; `errors` lists the messages per field
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -759,10 +777,24 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -775,7 +807,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -789,7 +821,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -799,11 +831,11 @@ export interface operations {
             };
             /**
              * @description Too Many Requests:
-             *     - `throttled`: Too many failed logins from this client for this e-mail, or for this account; wait `Retry-After` seconds
+             *     - `throttled`: Too many failed logins from this client for this e-mail, for this account or from this address; `Retry-After` is the real wait: the rest of the window, or a second or two when only attempts still being checked hold the limit (concurrent logins wait for those instead)
              */
             429: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds until a new attempt may succeed */
                     "Retry-After": number;
@@ -819,7 +851,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -833,7 +865,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -863,7 +895,7 @@ export interface operations {
             /** @description A new access token and the next refresh token of the family */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
                     "Cache-Control": string;
@@ -881,11 +913,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: `refresh` is missing or not a string
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -899,10 +931,24 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -915,7 +961,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -929,7 +975,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -943,7 +989,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -957,7 +1003,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -981,7 +1027,7 @@ export interface operations {
             /** @description The caller's companies, each with the company roles the caller is an active member of */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1017,7 +1063,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1033,7 +1079,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1047,7 +1093,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1082,7 +1128,7 @@ export interface operations {
             /** @description The seller's checklist */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1156,7 +1202,7 @@ export interface operations {
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1171,7 +1217,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1188,7 +1234,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1202,7 +1248,7 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1216,7 +1262,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1230,7 +1276,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1245,7 +1291,13 @@ export interface operations {
     requestSellerDocuments: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: the retry runs again. Without the header the route behaves as it always did.
+                 * @example 5f2c7d8e-4b1a-4c3e-9f60-2d7a1b8c9e01
+                 */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /**
                  * @description API version; only `v1` exists
@@ -1284,8 +1336,10 @@ export interface operations {
             /** @description The solicitation, open */
             201: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description `true` when this answer replays the first answer to the request's `Idempotency-Key`; absent otherwise */
+                    "Idempotent-Replayed"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1326,11 +1380,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: A path id is not a UUID, or a body field is malformed (`due_date` in the past, an unknown `document_types` entry…)
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1345,7 +1399,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1362,7 +1416,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1377,7 +1431,21 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1389,11 +1457,14 @@ export interface operations {
              * @description Conflict:
              *     - `solicitation_already_open`: This buyer already has an open solicitation to this seller; `solicitation_id` names it
              *     - `nothing_to_request`: No `document_types` given and every required type is approved
+             *     - `idempotency_key_in_use`: A request with the same `Idempotency-Key` is still running; retry after `Retry-After` seconds
              */
             409: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description Seconds to wait before retrying (with `idempotency_key_in_use`) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1406,7 +1477,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1419,6 +1490,20 @@ export interface operations {
              *     - `unsupported_media_type`: The body is not `application/json`
              */
             415: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Unprocessable Entity:
+             *     - `idempotency_key_reused`: The `Idempotency-Key` was used with another path or body within 24 h
+             */
+            422: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
                     "X-Request-Id": string;
@@ -1434,7 +1519,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1448,7 +1533,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1483,7 +1568,7 @@ export interface operations {
             /** @description The partner's presence */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1513,7 +1598,7 @@ export interface operations {
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1528,7 +1613,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1544,7 +1629,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1558,7 +1643,7 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1572,7 +1657,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1586,7 +1671,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1621,7 +1706,7 @@ export interface operations {
             /** @description Removed; no body */
             204: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1633,7 +1718,7 @@ export interface operations {
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1648,7 +1733,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1664,7 +1749,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1678,7 +1763,7 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1693,7 +1778,7 @@ export interface operations {
              */
             409: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1707,7 +1792,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1721,7 +1806,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1736,7 +1821,13 @@ export interface operations {
     saveCustomer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: the retry runs again. Without the header the route behaves as it always did.
+                 * @example 5f2c7d8e-4b1a-4c3e-9f60-2d7a1b8c9e01
+                 */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /**
                  * @description UUID
@@ -1772,8 +1863,10 @@ export interface operations {
             /** @description The customer as stored (created, updated or unchanged) */
             201: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description `true` when this answer replays the first answer to the request's `Idempotency-Key`; absent otherwise */
+                    "Idempotent-Replayed"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1812,11 +1905,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: A path id is not a UUID, or a field is malformed: `tax_id` check digits, `email`, `phone` (E.164)…
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1831,7 +1924,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -1848,7 +1941,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1862,7 +1955,21 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1874,11 +1981,14 @@ export interface operations {
              * @description Conflict:
              *     - `tax_id_immutable`: The customer exists with another `tax_id`; `current_tax_id` is the stored one
              *     - `duplicate_customer`: Another customer of the role has this `tax_id`; `customer_id` names it
+             *     - `idempotency_key_in_use`: A request with the same `Idempotency-Key` is still running; retry after `Retry-After` seconds
              */
             409: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description Seconds to wait before retrying (with `idempotency_key_in_use`) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1891,7 +2001,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1904,6 +2014,20 @@ export interface operations {
              *     - `unsupported_media_type`: The body is not `application/json`
              */
             415: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Unprocessable Entity:
+             *     - `idempotency_key_reused`: The `Idempotency-Key` was used with another path or body within 24 h
+             */
+            422: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
                     "X-Request-Id": string;
@@ -1919,7 +2043,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1933,7 +2057,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -1968,7 +2092,7 @@ export interface operations {
             /** @description The documents of the title */
             200: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2029,7 +2153,7 @@ export interface operations {
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2044,7 +2168,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -2060,7 +2184,7 @@ export interface operations {
              */
             403: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2074,7 +2198,7 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2088,7 +2212,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2102,7 +2226,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -2160,7 +2284,7 @@ export interface operations {
             /** @description Stored (and applied, when new) */
             201: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2176,11 +2300,11 @@ export interface operations {
             /**
              * @description Bad Request:
              *     - `invalid`: The body is not a notification object (`event.name`, `event.occurred_at`, `document.key`)
-             *     - `parse_error`: The body is not JSON (or is empty)
+             *     - `parse_error`: The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2194,7 +2318,7 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
@@ -2210,7 +2334,21 @@ export interface operations {
              */
             404: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2224,7 +2362,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2238,7 +2376,7 @@ export interface operations {
              */
             415: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2252,7 +2390,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2266,7 +2404,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
@@ -2281,7 +2419,13 @@ export interface operations {
     confirmMigratedAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: the retry runs again. Without the header the route behaves as it always did.
+                 * @example 5f2c7d8e-4b1a-4c3e-9f60-2d7a1b8c9e01
+                 */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /**
                  * @description URL-safe base64 (no padding) of the user's old integer id, or of their UUID
@@ -2309,10 +2453,12 @@ export interface operations {
             /** @description The account is confirmed and a session starts */
             201: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
                     "Cache-Control": string;
+                    /** @description `true` when this answer replays the first answer to the request's `Idempotency-Key`; absent otherwise */
+                    "Idempotent-Replayed"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2343,12 +2489,42 @@ export interface operations {
              * @description Bad Request:
              *     - `invalid_link`: A malformed `uidb64`, an unknown or already confirmed user, or a wrong, tampered, expired or used token
              *     - `invalid`: `password` is not 8 to 1024 characters
-             *     - `parse_error`: The body is not JSON (an empty body is `{}`)
+             *     - `parse_error`: The body is not JSON (an empty body is `{}`), or nests arrays and objects deeper than 64 levels
              */
             400: {
                 headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Request Timeout:
+             *     - `request_timeout`: The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed
+             */
+            408: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Conflict:
+             *     - `idempotency_key_in_use`: A request with the same `Idempotency-Key` is still running; retry after `Retry-After` seconds
+             */
+            409: {
+                headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description Seconds to wait before retrying (with `idempotency_key_in_use`) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2361,7 +2537,7 @@ export interface operations {
              */
             413: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2374,6 +2550,20 @@ export interface operations {
              *     - `unsupported_media_type`: The body is not `application/json`
              */
             415: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Unprocessable Entity:
+             *     - `idempotency_key_reused`: The `Idempotency-Key` was used with another path or body within 24 h
+             */
+            422: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
                     "X-Request-Id": string;
@@ -2389,7 +2579,7 @@ export interface operations {
              */
             500: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2403,7 +2593,7 @@ export interface operations {
              */
             503: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;

@@ -33,7 +33,8 @@ interface VerifiedUser {
 
 /**
  * Checks e-mail and password (§2 route 1). The attempt is counted before its password is checked,
- * so that concurrent guesses cannot all pass the limit. Every failure is the same 401 and costs one
+ * so that concurrent guesses cannot all pass the limit, and its count settled before any answer, so
+ * that the attempts waiting for it go on at once. Every failure is the same 401 and costs one
  * password verification (an unknown e-mail too, so it takes its place in the hashing bound); logIn
  * evens out the time.
  */
@@ -50,7 +51,10 @@ async function authenticate(db: Db, throttle: LoginThrottle, clientIp: string, e
     await reservation.cancelled()
     throw error
   }
-  if (!user || !verdict?.valid || !canLogIn(user)) throw noActiveAccount()
+  if (!user || !verdict?.valid || !canLogIn(user)) {
+    await reservation.failed()
+    throw noActiveAccount()
+  }
   await reservation.succeeded()
   return { user, upgradedHash: verdict.needsRehash ? await strongerHash(password) : undefined }
 }

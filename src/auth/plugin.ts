@@ -4,7 +4,7 @@ import { loginRouteSchema, refreshRouteSchema, tokenRouteSchema } from '../../sc
 import { listUserCompanies } from '../tenancy/user-companies.js'
 import type { Config } from '../config.js'
 import { logIn } from './login.js'
-import type { LoginThrottle } from './login-throttle.js'
+import { throttleReason, type LoginThrottle } from './login-throttle.js'
 import { rotateRefreshToken } from './sessions.js'
 import { noStore } from '../lib/no-store.js'
 import { audit } from '../observability/audit.js'
@@ -42,7 +42,8 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthPluginOptions> = async (app, { c
     } catch (error) {
       if (isThrottled(error)) {
         app.metrics.loginThrottle.labels('throttled').inc()
-        audit.loginThrottled(request.log, { email, clientAddress: request.ip })
+        const retryAfter = (error as { headers?: Record<string, string> }).headers?.['retry-after']
+        audit.loginThrottled(request.log, { email, clientAddress: request.ip, reason: throttleReason(error), retryAfter })
       } else app.metrics.loginThrottle.labels('allowed').inc()
       throw error
     }

@@ -28,17 +28,17 @@ function refusal(user: Awaited<ReturnType<typeof findUserForLink>>): string | un
   return undefined
 }
 
-/** The embedded database as the service prepares it at start: migrated, and a new one given the demo data. */
-async function prepareEmbedded(handle: DatabaseHandle): Promise<void> {
+/** The embedded database as the service prepares it at start: migrated, and a new one given the demo data where allowed. */
+async function prepareEmbedded(handle: DatabaseHandle, demoData: boolean): Promise<void> {
   await migrateToLatest(handle.db)
-  if (handle.created) await seedDemoUnlessPresent(handle.db)
+  if (handle.created && demoData) await seedDemoUnlessPresent(handle.db)
 }
 
 await runCommand('confirmation-link', async () => {
   const settings = loadConfirmationLinkSettings()
   const handle = await openCommandDatabase(settings)
   try {
-    if (handle.kind === 'pglite') await prepareEmbedded(handle)
+    if (handle.kind === 'pglite') await prepareEmbedded(handle, settings.demoData)
     const user = await findUserForLink(handle.db, normaliseEmail(email))
     const reason = refusal(user)
     if (!user || reason) throw new CommandError(`${email}: ${reason ?? 'no user has this e-mail'}`)

@@ -1,5 +1,5 @@
 import { isDemoSeeded, seedDemoData } from '../../db/seed/demo.js'
-import { loadDatabaseSettings } from '../config.js'
+import { loadSeedSettings } from '../config.js'
 import { migrateToLatest } from '../db/database.js'
 import { describeDatabaseWork, openCommandDatabase, parseFlags, runCommand } from './common.js'
 
@@ -7,7 +7,8 @@ import { describeDatabaseWork, openCommandDatabase, parseFlags, runCommand } fro
 parseFlags(process.argv.slice(2), [], 'npm run seed')
 
 await runCommand('seed', async () => {
-  const settings = loadDatabaseSettings()
+  // In production only with ALLOW_DEMO_DATA=true: the demo users' password is public.
+  const settings = loadSeedSettings()
   const handle = await openCommandDatabase(settings)
   try {
     await migrateToLatest(handle.db)

@@ -216,6 +216,18 @@ export interface WebhookDeliveriesTable {
   processed_at: NullableTimestamp
 }
 
+/** The first answer to an `Idempotency-Key` (migration 0009, src/idempotency/). */
+export interface IdempotencyKeysTable {
+  scope: string
+  route: string
+  key_hash: Buffer | Uint8Array
+  fingerprint: Buffer | Uint8Array
+  /** Null while the first request runs. */
+  status: number | null
+  answer: Buffer | Uint8Array | null
+  created_at: DefaultTimestamp
+}
+
 export interface Database {
   users: UsersTable
   companies: CompaniesTable
@@ -235,6 +247,7 @@ export interface Database {
   signature_envelopes: SignatureEnvelopesTable
   signature_signers: SignatureSignersTable
   webhook_deliveries: WebhookDeliveriesTable
+  idempotency_keys: IdempotencyKeysTable
 }
 
 /** What repository functions take: the app's Kysely instance or an open transaction. */

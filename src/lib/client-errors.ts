@@ -1,3 +1,4 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { problemBody } from './problem.js'
@@ -44,4 +45,27 @@ export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoExce
     )
   }
   socket.destroy(error)
+}
+
+type RequestListener = (request: IncomingMessage, response: ServerResponse) => void
+
+/**
+ * A request line without an HTTP version (HTTP/0.9's `GET /path`) is answered 400 before Fastify
+ * sees it: no client of this API sends one, and Node takes it without the Host header it requires
+ * of HTTP/1.1. Fastify's own listener is wrapped, so that nothing else changes.
+ */
+export function refuseVersionlessRequests(server: Server): void {
+  const listeners = server.listeners('request') as RequestListener[]
+  server.removeAllListeners('request')
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    if (request.httpVersionMajor >= 1) {
+      for (const listener of listeners) listener.call(server, request, response)
+      return
+    }
+    const body = JSON.stringify(problemBody(400, 'bad_request', 'Malformed HTTP request.'))
+    response.shouldKeepAlive = false
+    response
+      .writeHead(400, { 'content-type': 'application/problem+json', 'x-content-type-options': 'nosniff', connection: 'close' })
+      .end(body)
+  })
 }

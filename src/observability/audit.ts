@@ -9,9 +9,9 @@ import type { FastifyBaseLogger } from 'fastify'
 export const AUDIT_EVENTS = {
   /** A spent refresh token was presented again: its whole family is revoked (warn). */
   refreshTokenReplayed: 'refresh_token_replayed',
-  /** A login attempt refused with 429 by the failure counters (warn). */
+  /** A login attempt refused with 429: `reason` failures in the window, or attempts in flight that outlasted the wait (warn). */
   loginThrottled: 'login_throttled',
-  /** A webhook delivery with a wrong path secret or Content-Hmac (warn). */
+  /** A webhook delivery with a wrong path secret or Content-Hmac, or refused for too many wrong secrets (warn). */
   webhookRejected: 'webhook_rejected',
   /** A user's token families revoked because the user was disabled or their password changed (warn). */
   tokenFamiliesRevoked: 'token_families_revoked',
@@ -28,6 +28,12 @@ export const emailDigest = (email: string): string =>
 
 type Log = Pick<FastifyBaseLogger, 'info' | 'warn'>
 
+const WEBHOOK_REJECTIONS = {
+  secret: 'webhook rejected: unknown path secret',
+  signature: 'webhook rejected: Content-Hmac missing or wrong',
+  throttled: 'webhook rejected: too many wrong path secrets from this address',
+} as const
+
 export const audit = {
   refreshTokenReplayed(log: Log, fields: { userId: string; familyId: string; clientAddress: string }): void {
     log.warn(
@@ -35,16 +41,22 @@ export const audit = {
       'spent refresh token presented again: token family revoked',
     )
   },
-  loginThrottled(log: Log, fields: { email: string; clientAddress: string }): void {
+  loginThrottled(log: Log, fields: { email: string; clientAddress: string; reason: string | undefined; retryAfter: string | undefined }): void {
     log.warn(
-      { event: AUDIT_EVENTS.loginThrottled, email_digest: emailDigest(fields.email), client_address: fields.clientAddress },
+      {
+        event: AUDIT_EVENTS.loginThrottled,
+        email_digest: emailDigest(fields.email),
+        client_address: fields.clientAddress,
+        reason: fields.reason,
+        retry_after: fields.retryAfter === undefined ? undefined : Number(fields.retryAfter),
+      },
       'login attempt throttled',
     )
   },
-  webhookRejected(log: Log, fields: { provider: string; reason: 'secret' | 'signature'; clientAddress: string }): void {
+  webhookRejected(log: Log, fields: { provider: string; reason: keyof typeof WEBHOOK_REJECTIONS; clientAddress: string }): void {
     log.warn(
       { event: AUDIT_EVENTS.webhookRejected, provider: fields.provider, reason: fields.reason, client_address: fields.clientAddress },
-      fields.reason === 'secret' ? 'webhook rejected: unknown path secret' : 'webhook rejected: Content-Hmac missing or wrong',
+      WEBHOOK_REJECTIONS[fields.reason],
     )
   },
   tokenFamiliesRevoked(log: Log, fields: { userId: string; reason: 'user_disabled' | 'password_changed'; families: number }): void {

@@ -94,6 +94,11 @@ function handleError(this: FastifyInstance, error: FastifyError, request: Fastif
     reply.header('retry-after', '5')
     return sendProblem(reply, 503, 'service_unavailable', 'The service is temporarily unavailable; try again shortly.')
   }
+  if (error.code === 'FST_ERR_HANDLER_TIMEOUT' && !request.raw.complete) {
+    // The body is still arriving: the client is late, not the service (Node's REQUEST_TIMEOUT says the same).
+    reply.header('connection', 'close')
+    return sendProblem(reply, 408, 'request_timeout', 'The request was not received in time.')
+  }
   if (error.code === 'FST_ERR_HANDLER_TIMEOUT') {
     request.log.warn({ err: error }, 'request took longer than HANDLER_TIMEOUT')
     this.metrics.unavailableResponses.labels('handler_timeout').inc()

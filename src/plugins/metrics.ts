@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ServiceMetrics } from '../observability/metrics.js'
@@ -43,8 +44,9 @@ export default fp(
 )
 
 /**
- * Serves `GET /metrics` on its own port, apart from the API, so that the gateway in front of the API
- * does not expose it. Process and event-loop collectors start here, only in a process that serves them.
+ * Serves `GET /metrics` on its own port and address (METRICS_HOST, loopback unless told), apart from
+ * the API, so that the gateway in front of the API does not expose it: it shows the Node version,
+ * heap and counters. Process and event-loop collectors start here, only in a process that serves them.
  */
 export async function startMetricsServer(app: FastifyInstance, port: number, host: string): Promise<Server> {
   const { metrics } = app
@@ -71,5 +73,7 @@ export async function startMetricsServer(app: FastifyInstance, port: number, hos
     })
   })
   metricsServers.set(metrics, server)
+  const { address } = server.address() as AddressInfo
+  app.log.info({ metrics: `${address}:${port}` }, `metrics on ${address.includes(':') ? `[${address}]` : address}:${port}/metrics`)
   return server
 }

@@ -32,7 +32,7 @@ const registrationRoutes: FastifyPluginAsyncTypebox<RegistrationPluginOptions> =
 
   app.post(
     '/confirm-migration-account/:uidb64/:token',
-    { schema: confirmMigrationRouteSchema, config: { public: true }, preValidation: emptyBodyAsObject },
+    { schema: confirmMigrationRouteSchema, config: { public: true, idempotency: true }, preValidation: emptyBodyAsObject },
     async (request, reply) => {
       const { user, tokens } = await confirmMigratedAccount(app.db, app.tokens, config, request.params, request.body.password)
       // Confirming starts the account's first session: a login for the audit trail.

@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely'
 import type { Db } from '../db/types.js'
+import { KEY_LIFETIME_SECONDS } from '../idempotency/repository.js'
 
 export interface RetentionOptions {
   /** Seconds a token family is kept after it ended (expired or revoked). */
@@ -18,6 +19,7 @@ export interface RetentionOptions {
 export interface RetentionReport {
   tokenFamilies: number
   webhookDeliveries: number
+  idempotencyKeys: number
 }
 
 type Progress = (line: string) => void
@@ -37,14 +39,16 @@ async function deleteInBatches(db: Db, label: string, progress: Progress, delete
 }
 
 /**
- * Deletes token families that ended (expired or revoked) more than `tokenFamilyRetention` ago, and
+ * Deletes token families that ended (expired or revoked) more than `tokenFamilyRetention` ago,
  * webhook deliveries received more than `webhookDeliveryRetention` ago, never one younger than the
- * provider's retry window. The cut-offs are taken once, at the start.
+ * provider's retry window, and `Idempotency-Key` answers past their 24 h. The cut-offs are taken
+ * once, at the start.
  */
 export async function runRetention(db: Db, options: RetentionOptions, progress: Progress = () => undefined): Promise<RetentionReport> {
   const now = Date.now()
   const familyCut = new Date(now - options.tokenFamilyRetention * 1000)
   const deliveryCut = new Date(now - Math.max(options.webhookDeliveryRetention, options.webhookRetryWindow) * 1000)
+  const keyCut = new Date(now - KEY_LIFETIME_SECONDS * 1000)
   const limit = options.batchSize
   progress(`token families ended before ${familyCut.toISOString()}, webhook deliveries received before ${deliveryCut.toISOString()}`)
 
@@ -65,6 +69,16 @@ export async function runRetention(db: Db, options: RetentionOptions, progress: 
          WHERE id IN (SELECT id FROM webhook_deliveries WHERE received_at < ${deliveryCut} LIMIT ${limit})`,
     limit,
   )
-  progress(`done: ${tokenFamilies} token families, ${webhookDeliveries} webhook deliveries deleted`)
-  return { tokenFamilies, webhookDeliveries }
+  // Through idempotency_keys_created_idx (0009), then each row by its address: the table has no
+  // one-column key to join on, and a join on its primary key hashed the whole table.
+  const idempotencyKeys = await deleteInBatches(
+    db,
+    'idempotency keys',
+    progress,
+    sql`DELETE FROM idempotency_keys
+         WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency_keys WHERE created_at < ${keyCut} LIMIT ${limit}))`,
+    limit,
+  )
+  progress(`done: ${tokenFamilies} token families, ${webhookDeliveries} webhook deliveries, ${idempotencyKeys} idempotency keys deleted`)
+  return { tokenFamilies, webhookDeliveries, idempotencyKeys }
 }

@@ -15,8 +15,17 @@ declare module 'fastify' {
   }
 }
 
+/** Wrong path secrets per client address (src/auth/login-throttle.ts, given by the app). */
+export interface SecretGuessLimit {
+  /** A right secret: throws 429 while the address is at its limit, else counts nothing. */
+  admit(clientAddress: string): Promise<void>
+  /** A wrong secret: counted, or throws 429 when the address is already at its limit. */
+  fail(clientAddress: string): Promise<void>
+}
+
 export interface WebhookPluginOptions {
   config: Config
+  secretGuesses: SecretGuessLimit
 }
 
 type JsonParser = (request: FastifyRequest, body: string, done: (error: Error | null, body?: unknown) => void) => void
@@ -28,7 +37,7 @@ const WEBHOOK_BODY_LIMIT = 1024 * 1024
  * the dedupe key are over the exact bytes; the JSON is parsed only once the HMAC has passed.
  * Every other media type is 415.
  */
-const webhookRoutes: FastifyPluginAsyncTypebox<WebhookPluginOptions> = async (app, { config }) => {
+const webhookRoutes: FastifyPluginAsyncTypebox<WebhookPluginOptions> = async (app, { config, secretGuesses }) => {
   // Fastify's own parser, for the same errors (empty, invalid) and prototype-poisoning protection,
   // refusing lone surrogates as every JSON body is.
   const defaultJsonParser = wellFormedJsonParser(app) as JsonParser
@@ -53,8 +62,18 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookPluginOptions> = async (ap
       config: { public: true },
       bodyLimit: WEBHOOK_BODY_LIMIT,
       // Before the body is read: a wrong secret learns nothing, not even whether its body was acceptable.
+      // Wrong secrets are limited per address like failed logins: 404 under the limit, then 429 for
+      // anything from that address, the right secret too, until the window ends.
       onRequest: async (request) => {
-        if (!matchesAnySecret(request.params.secret, config.esignWebhookSecrets)) {
+        const right = matchesAnySecret(request.params.secret, config.esignWebhookSecrets)
+        try {
+          await (right ? secretGuesses.admit(request.ip) : secretGuesses.fail(request.ip))
+        } catch (error) {
+          app.metrics.webhookDeliveries.labels('rejected').inc()
+          audit.webhookRejected(request.log, { provider: 'esign', reason: 'throttled', clientAddress: request.ip })
+          throw error
+        }
+        if (!right) {
           app.metrics.webhookDeliveries.labels('rejected').inc()
           audit.webhookRejected(request.log, { provider: 'esign', reason: 'secret', clientAddress: request.ip })
           throw problem(404, 'not_found', 'Not found.')

@@ -22,11 +22,11 @@ function burst(app: FastifyInstance, email: string, ip: string, rightAt = -1): P
   )
 }
 
-function expectAtMostFiveChecked(responses: LightMyRequestResponse[]): void {
+function expectAtMostFiveChecked(responses: LightMyRequestResponse[], most = 5): void {
   const checked = responses.filter((response) => response.statusCode === 401 || response.statusCode === 200)
   const throttled = responses.filter((response) => response.statusCode === 429)
   expect(checked.length + throttled.length).toBe(responses.length)
-  expect(checked.length).toBeLessThanOrEqual(5)
+  expect(checked.length).toBeLessThanOrEqual(most)
   expect(checked.length).toBeGreaterThan(0)
   for (const response of throttled) {
     problemOf(response, 429, 'throttled')
@@ -68,7 +68,11 @@ describe('a burst with the counters in Redis', () => {
     try {
       const [a, b] = await Promise.all([burst(first, 'ghost@acme.example', '198.51.100.42'), burst(second, 'ghost@acme.example', '198.51.100.42')])
       expectAtMostFiveChecked([...a, ...b])
-      expectAtMostFiveChecked(await burst(first, 'alice@acme.example', '198.51.100.43', 0))
+      // The owner's login first among them clears the client's failures when it succeeds: at most
+      // 4 guesses failed before it, and 5 after.
+      const withOwner = await burst(first, 'alice@acme.example', '198.51.100.43', 0)
+      expect(withOwner[0]!.statusCode).toBe(200)
+      expectAtMostFiveChecked(withOwner, 1 + 4 + 5)
     } finally {
       await Promise.all([first.close(), second.close()])
     }

@@ -10,7 +10,7 @@ const HMAC_KEY = 'audit-test-hmac-key-0123456789'
 const lines: string[] = []
 const logDestination: LogDestination = { write: (line: string) => void lines.push(line) }
 const context = useTestApp(
-  { LOG_LEVEL: 'info', LOGIN_FAILURES_PER_CLIENT: '2', LOGIN_FAILURE_WINDOW: '60', ESIGN_WEBHOOK_HMAC_KEY: HMAC_KEY },
+  { LOG_LEVEL: 'info', LOGIN_FAILURES_PER_CLIENT: '2', LOGIN_FAILURE_WINDOW: '60', ESIGN_WEBHOOK_HMAC_KEY: HMAC_KEY, TRUST_PROXY: '127.0.0.1' },
   { logDestination },
 )
 
@@ -73,8 +73,9 @@ describe('audit events (issue 19)', () => {
     expect(statuses).toEqual([401, 401, 429])
     const events = eventLines(AUDIT_EVENTS.loginThrottled)
     expect(events).toHaveLength(1)
-    expect(events[0]).toMatchObject({ level: WARN, email_digest: emailDigest(email), client_address: CLIENT })
+    expect(events[0]).toMatchObject({ level: WARN, email_digest: emailDigest(email), client_address: CLIENT, reason: 'failures' })
     expect(events[0]!.email_digest).toMatch(/^[0-9a-f]{16}$/)
+    expect(events[0]!.retry_after).toBeGreaterThan(0)
     expectNowhere('wrong-password-9', 'carol@acme.example', email)
   })
 

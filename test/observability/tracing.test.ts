@@ -13,6 +13,8 @@ interface LogLine {
   msg?: string
   trace_id?: string
   request_id?: string
+  client_request_id?: string
+  client_trace_id?: string
   req?: { url?: string }
 }
 
@@ -76,7 +78,7 @@ describe('trace context (issue 19)', () => {
   })
 
   it("puts the gateway's traceparent trace id on the request's log line, and makes one without it (tracing off)", async () => {
-    const service = await processes.start()
+    const service = await processes.start({ TRUST_PROXY: '127.0.0.1' })
     expect((await login(service.baseUrl, { traceparent: TRACEPARENT, 'x-request-id': 'with-trace' })).status).toBe(200)
     expect((await login(service.baseUrl, { 'x-request-id': 'without-trace' })).status).toBe(200)
     const withTrace = await until('the first request line', () => logLines(service.output).find((line) => line.request_id === 'with-trace'))
@@ -93,7 +95,7 @@ describe('trace context (issue 19)', () => {
 
   it('exports the spans of a request, pg included, to an OTLP/HTTP receiver in the trace of its traceparent', async () => {
     receiver = await startReceiver()
-    const service = await processes.start({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '200' })
+    const service = await processes.start({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '200', TRUST_PROXY: '127.0.0.1' })
     expect((await login(service.baseUrl, { traceparent: TRACEPARENT, 'x-request-id': 'traced' })).status).toBe(200)
     const spans = receiver.spans
     const server = await until('the request span', () => spans.find((span) => span.traceId === TRACE_ID))
@@ -104,5 +106,20 @@ describe('trace context (issue 19)', () => {
     if (process.env.TEST_DATABASE_URL) {
       await until('a pg span in the trace', () => spans.find((span) => span.traceId === TRACE_ID && /^pg\./.test(span.name)))
     }
+  }, 240_000)
+
+  it("starts a trace and a request id of its own for a client that is not the gateway, logging the client's apart (issue 26, item 6)", async () => {
+    receiver = await startReceiver()
+    const service = await processes.start({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '200' })
+    const response = await login(service.baseUrl, { traceparent: TRACEPARENT, 'x-request-id': 'chosen-by-client' })
+    expect(response.status).toBe(200)
+    expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
+    const line = await until('the request line', () => logLines(service.output).find((entry) => entry.client_request_id === 'chosen-by-client' && entry.msg === 'request completed'))
+    expect(line).toMatchObject({ request_id: response.headers.get('x-request-id'), client_trace_id: TRACE_ID })
+    expect(line.trace_id).toMatch(/^[0-9a-f]{32}$/)
+    expect(line.trace_id).not.toBe(TRACE_ID)
+    const lineTraceId = line.trace_id
+    await until('the request span', () => receiver!.spans.find((span) => span.traceId === lineTraceId))
+    expect(receiver.spans.filter((span) => span.traceId === TRACE_ID)).toEqual([])
   }, 240_000)
 })

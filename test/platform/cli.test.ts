@@ -47,6 +47,26 @@ function expectOneLine(run: Run): string {
   return lines[0] ?? ''
 }
 
+const SEED_REFUSAL =
+  'seed: configuration error: ALLOW_DEMO_DATA: the demo data (users with a public password) is refused in production; ' +
+  'set ALLOW_DEMO_DATA=true to load it anyway'
+
+/** An old platform's key as Django makes them (50 characters). */
+const LEGACY_KEY = 'k#8v!q2@z$w5^m9&x3*p7(r1)t6_y4-n0=b+c%d;e:f<g>h?j.'
+
+const STRONG_SECRETS = {
+  JWT_SIGNING_KEY: 'Zq3vL9xT2mR7wK4pN8cB1fH6jD5sG0aY',
+  LEGACY_SECRET_KEY: LEGACY_KEY,
+  ESIGN_WEBHOOK_SECRETS: 'u7Wn2Kx9Qe4Rb6Tz1Ym8Lp3Vc5Hs0JdA',
+}
+
+const demoLogin = (baseUrl: string) =>
+  fetch(`${baseUrl}/api/auth/v1/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'alice@acme.example', password: DEMO_PASSWORD }),
+  })
+
 /** A local port nothing listens on. */
 const closedPort = freePort
 
@@ -70,7 +90,11 @@ describe('the commands on the embedded database', { timeout: SLOW }, () => {
     expect(migrate.stdout).toMatch(/^applied: 0001_identity, /)
     const again = await runCommand('migrate', [], env)
     expect(again.stdout).toBe('database is up to date\n')
-    const seed = await runCommand('seed', [], env)
+    // The demo data in production only when asked for (issue 26, item 1).
+    const refusedSeed = await runCommand('seed', [], env)
+    expect(refusedSeed.code).toBe(1)
+    expect(expectOneLine(refusedSeed)).toBe(SEED_REFUSAL)
+    const seed = await runCommand('seed', [], { ...env, ALLOW_DEMO_DATA: 'true' })
     expect(seed.code).toBe(0)
     expect(seed.stdout).toBe('demo data loaded\n')
 
@@ -79,11 +103,13 @@ describe('the commands on the embedded database', { timeout: SLOW }, () => {
     expect(refused.code).toBe(1)
     const line = expectOneLine(refused)
     expect(line).toMatch(/^confirmation-link: configuration error: LEGACY_SECRET_KEY: required in production/)
-    expect(line).not.toMatch(/JWT|ESIGN/)
-    const link = await runCommand('confirmation-link', ['maria@legacy.example'], { ...env, LEGACY_SECRET_KEY: 'the-old-secret' })
+    expect(line).not.toMatch(/JWT|ESIGN|DATABASE_URL/)
+    const weak = await runCommand('confirmation-link', ['maria@legacy.example'], { ...env, LEGACY_SECRET_KEY: 'the-old-secret' })
+    expect(expectOneLine(weak)).toMatch(/^confirmation-link: configuration error: LEGACY_SECRET_KEY: shorter than 50 characters/)
+    const link = await runCommand('confirmation-link', ['maria@legacy.example'], { ...env, LEGACY_SECRET_KEY: LEGACY_KEY })
     expect(link.code).toBe(0)
     expect(link.stdout).toMatch(/^\/api\/registration\/v1\/confirm-migration-account\/[\w-]+\/[\w-]+\n$/)
-    const confirmed = await runCommand('confirmation-link', ['lucas@legacy.example'], { ...env, LEGACY_SECRET_KEY: 'the-old-secret' })
+    const confirmed = await runCommand('confirmation-link', ['lucas@legacy.example'], { ...env, LEGACY_SECRET_KEY: LEGACY_KEY })
     expect(confirmed.code).toBe(1)
     expect(expectOneLine(confirmed)).toBe('confirmation-link: lucas@legacy.example: this migrated account is already confirmed; the user logs in with their password')
   })
@@ -171,30 +197,33 @@ describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout
     // Again: the database is there, nothing to do.
     const again = await runCommand('migrate', ['--create-database'], env)
     expect(again.stdout).toBe('database is up to date\n')
-    const seed = await runCommand('seed', [], env)
+    // The service on it with strong secrets of its own, before any seed: no demo login (issue 26, item 1).
+    const secrets = { ...env, ...STRONG_SECRETS }
+    const empty = await startServerProcess(secrets)
+    try {
+      expect((await fetch(`${empty.baseUrl}/health/ready`)).status).toBe(200)
+      expect((await demoLogin(empty.baseUrl)).status).toBe(401)
+      expect(empty.output.join('\n')).not.toContain(DEMO_PASSWORD)
+    } finally {
+      await empty.cleanup()
+    }
+    const refusedSeed = await runCommand('seed', [], env)
+    expect(refusedSeed.code).toBe(1)
+    expect(expectOneLine(refusedSeed)).toBe(SEED_REFUSAL)
+    const seed = await runCommand('seed', [], { ...env, ALLOW_DEMO_DATA: 'true' })
     expect(seed.code).toBe(0)
     expect(seed.stdout).toBe('demo data loaded\n')
-    const seedAgain = await runCommand('seed', [], env)
+    const seedAgain = await runCommand('seed', [], { ...env, ALLOW_DEMO_DATA: 'true' })
     expect(seedAgain.stdout).toBe('demo data already present; nothing to do\n')
-    const link = await runCommand('confirmation-link', ['maria@legacy.example'], { ...env, LEGACY_SECRET_KEY: 'the-old-secret' })
+    const link = await runCommand('confirmation-link', ['maria@legacy.example'], { ...env, LEGACY_SECRET_KEY: LEGACY_KEY })
     expect(link.code).toBe(0)
     expect(link.stdout).toMatch(/^\/api\/registration\/v1\/confirm-migration-account\//)
 
-    // The service on it, with its secrets: a demo user logs in.
-    const server = await startServerProcess({
-      ...env,
-      JWT_SIGNING_KEY: 'a-production-signing-key-of-at-least-32-characters',
-      LEGACY_SECRET_KEY: 'the-old-secret',
-      ESIGN_WEBHOOK_SECRETS: 'a-webhook-secret',
-    })
+    // The service on it, with its secrets: the demo users someone chose to load log in.
+    const server = await startServerProcess(secrets)
     try {
       expect((await fetch(`${server.baseUrl}/health/ready`)).status).toBe(200)
-      const login = await fetch(`${server.baseUrl}/api/auth/v1/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email: 'alice@acme.example', password: DEMO_PASSWORD }),
-      })
-      expect(login.status).toBe(200)
+      expect((await demoLogin(server.baseUrl)).status).toBe(200)
     } finally {
       await server.cleanup()
     }

@@ -21,10 +21,10 @@ interface Exchange {
 }
 
 /** Writes `chunks` to a raw socket (each after `gapMs`) and collects what comes back until the server closes. */
-function exchange(chunks: string[], gapMs = 0, giveUpMs = 10_000): Promise<Exchange> {
+function exchange(chunks: string[], gapMs = 0, giveUpMs = 10_000, target = port): Promise<Exchange> {
   return new Promise((resolve, reject) => {
     const started = Date.now()
-    const socket: Socket = connect(port, '127.0.0.1')
+    const socket: Socket = connect(target, '127.0.0.1')
     let answer = ''
     let timer: NodeJS.Timeout | undefined
     const giveUp = setTimeout(() => {
@@ -92,9 +92,48 @@ describe('requests Node refuses before routing, and slow bodies (issue 15, item 
     }
   })
 
+  it('answers a request line without an HTTP version (HTTP/0.9) 400 in the problem shape, and closes (issue 26, item 8)', async () => {
+    for (const request of ['GET /health/live\r\n\r\n', 'GET /health/live\r\nHost: x\r\n\r\n']) {
+      const { answer } = await exchange([request], 0, 5_000)
+      expect(problemOfRaw(answer)).toMatchObject({ status: 400, contentType: 'application/problem+json', body: { code: 'bad_request' } })
+    }
+    // HTTP/1.0, and the absolute form RFC 9112 requires a server to take, are served as before.
+    for (const request of ['GET /health/live HTTP/1.0\r\n\r\n', 'GET http://any.example/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n']) {
+      expect((await exchange([request], 0, 5_000)).answer).toMatch(/^HTTP\/1\.1 200 /)
+    }
+  })
+
   it('keeps idle keep-alive connections longer than a gateway does, and says so in the header', async () => {
     const response = await fetch(`http://127.0.0.1:${port}/health/live`)
     expect(response.headers.get('keep-alive')).toBe('timeout=65')
     expect(app.server.requestTimeout).toBe(1000)
+  })
+})
+
+describe('a body still arriving when HANDLER_TIMEOUT runs out (issue 26, item 8)', () => {
+  let slowApp: FastifyInstance
+  let slowPort: number
+  beforeAll(async () => {
+    // The handler timeout first, as in the defaults (10 s against 30 s).
+    slowApp = await buildTestApp({ REQUEST_TIMEOUT: '30s', HANDLER_TIMEOUT: '1s' })
+    await slowApp.listen({ port: 0, host: '127.0.0.1' })
+    slowPort = (slowApp.server.address() as { port: number }).port
+  })
+  afterAll(async () => {
+    await slowApp.close()
+  })
+
+  it('is answered 408 request_timeout (the client is late), not 503, and the connection closed', async () => {
+    const routes = ['/api/auth/v1/token', '/webhook/esign/demo-esign-secret/']
+    const answers = await Promise.all(routes.map((route) => {
+      const head = `POST ${route} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"email":`
+      return exchange([head, ...Array.from({ length: 20 }, () => ' ')], 300, 10_000, slowPort)
+    }))
+    for (const { answer, closedAfterMs } of answers) {
+      expect(problemOfRaw(answer)).toMatchObject({ status: 408, body: { status: 408, code: 'request_timeout' } })
+      expect(problemOfRaw(answer).contentType).toMatch(/^application\/problem\+json/)
+      expect(answer).toMatch(/\r\nconnection: close\r\n/i)
+      expect(closedAfterMs).toBeLessThan(5_000)
+    }
   })
 })

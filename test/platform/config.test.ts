@@ -2,6 +2,14 @@ import { generateKeyPairSync } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { ConfigError, DEMO_SECRETS, loadConfig, parseDuration } from '../../src/config.js'
 
+/** Secrets of an operator's own, at the production minimums (src/secret-strength.ts). */
+const STRONG = {
+  jwt: 'Zq3vL9xT2mR7wK4pN8cB1fH6jD5sG0aY',
+  legacy: 'k#8v!q2@z$w5^m9&x3*p7(r1)t6_y4-n0=b+c%d;e:f<g>h?j.',
+  hook: 'u7Wn2Kx9Qe4Rb6Tz1Ym8Lp3Vc5Hs0JdA',
+}
+const STRONG_ENV = { JWT_SIGNING_KEY: STRONG.jwt, LEGACY_SECRET_KEY: STRONG.legacy, ESIGN_WEBHOOK_SECRETS: STRONG.hook }
+
 describe('configuration', () => {
   it('has documented defaults and demo secrets for the embedded database', () => {
     const config = loadConfig({})
@@ -45,33 +53,64 @@ describe('configuration', () => {
 
   it('requires real secrets in production on a real database', () => {
     const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app' }
-    expect(() => loadConfig(production)).toThrowError('JWT_SIGNING_KEY, LEGACY_SECRET_KEY, ESIGN_WEBHOOK_SECRETS: required in production')
-    expect(() => loadConfig({ ...production, JWT_SIGNING_KEY: 'k'.repeat(40) })).toThrowError('LEGACY_SECRET_KEY')
-    const complete = loadConfig({
-      ...production,
-      JWT_SIGNING_KEY: 'k'.repeat(40),
-      LEGACY_SECRET_KEY: 'legacy',
-      ESIGN_WEBHOOK_SECRETS: 'hook',
-    })
-    expect(complete.esignWebhookSecrets).toEqual(['hook'])
+    expect(() => loadConfig(production)).toThrowError(
+      'JWT_SIGNING_KEY: required in production; LEGACY_SECRET_KEY: required in production; ESIGN_WEBHOOK_SECRETS: required in production',
+    )
+    expect(() => loadConfig({ ...production, JWT_SIGNING_KEY: STRONG.jwt })).toThrowError(/^LEGACY_SECRET_KEY: required/)
+    const complete = loadConfig({ ...production, ...STRONG_ENV })
+    expect(complete.esignWebhookSecrets).toEqual([STRONG.hook])
+    expect(complete.demoData).toBe(false)
   })
 
   it('refuses demo secrets in production whatever the database, naming every offending variable', () => {
-    const message = /^JWT_SIGNING_KEY, LEGACY_SECRET_KEY, ESIGN_WEBHOOK_SECRETS: required in production.*ALLOW_DEMO_SECRETS=true/
+    const message = /^DATABASE_URL: required in production.*; JWT_SIGNING_KEY: required in production; LEGACY_SECRET_KEY: required in production; ESIGN_WEBHOOK_SECRETS: required in production.*ALLOW_DEMO_SECRETS=true/
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrowError(message)
     // Spelling out the demo values is no better than leaving them out.
     expect(() =>
       loadConfig({
         NODE_ENV: 'production',
+        DATABASE_URL: 'postgres://db/app',
         JWT_SIGNING_KEY: DEMO_SECRETS.JWT_SIGNING_KEY,
-        LEGACY_SECRET_KEY: 'legacy',
-        ESIGN_WEBHOOK_SECRETS: `rotated,${DEMO_SECRETS.ESIGN_WEBHOOK_SECRETS}`,
+        LEGACY_SECRET_KEY: STRONG.legacy,
+        ESIGN_WEBHOOK_SECRETS: `${STRONG.hook},${DEMO_SECRETS.ESIGN_WEBHOOK_SECRETS}`,
       }),
-    ).toThrowError(/^JWT_SIGNING_KEY, ESIGN_WEBHOOK_SECRETS: required/)
-    expect(loadConfig({ NODE_ENV: 'production', ALLOW_DEMO_SECRETS: 'true' }).jwt).toMatchObject({
+    ).toThrowError(/^JWT_SIGNING_KEY: a demo value; ESIGN_WEBHOOK_SECRETS: item 2 a demo value \(/)
+    expect(loadConfig({ NODE_ENV: 'production', ALLOW_DEMO_SECRETS: 'true', ALLOW_DEMO_DATA: 'true' }).jwt).toMatchObject({
       secret: DEMO_SECRETS.JWT_SIGNING_KEY,
     })
     expect(() => loadConfig({ NODE_ENV: 'production', ALLOW_DEMO_SECRETS: 'yes' })).toThrowError('ALLOW_DEMO_SECRETS')
+  })
+
+  it('refuses weak secrets in production, fallbacks included, and not in development (issue 26, items 3 and 4)', () => {
+    const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app', ...STRONG_ENV }
+    const cases: [Record<string, string>, string][] = [
+      [{ ESIGN_WEBHOOK_SECRETS: 'a' }, 'ESIGN_WEBHOOK_SECRETS: shorter than 32 characters'],
+      [{ LEGACY_SECRET_KEY: 'a' }, 'LEGACY_SECRET_KEY: shorter than 50 characters'],
+      [{ ESIGN_WEBHOOK_HMAC_KEY: 'a' }, 'ESIGN_WEBHOOK_HMAC_KEY: shorter than 32 characters'],
+      [{ ESIGN_WEBHOOK_SECRETS: 'DEMO-ESIGN-SECRET' }, 'ESIGN_WEBHOOK_SECRETS: a demo value'],
+      [{ JWT_SIGNING_KEY: 'k'.repeat(40) }, 'JWT_SIGNING_KEY: fewer than 8 different characters'],
+      [{ LEGACY_SECRET_KEY_FALLBACKS: 'demo-legacy-secret' }, 'LEGACY_SECRET_KEY_FALLBACKS: a demo value'],
+      [{ LEGACY_SECRET_KEY_FALLBACKS: `${STRONG.legacy},short` }, 'LEGACY_SECRET_KEY_FALLBACKS: item 2 shorter than 50 characters'],
+    ]
+    for (const [env, reason] of cases) {
+      expect(() => loadConfig({ ...production, ...env }), reason).toThrowError(`${reason} (secrets of your own`)
+      expect(loadConfig({ ...env, NODE_ENV: 'development' }).env).toBe('development')
+    }
+    // A demo meant (ALLOW_DEMO_SECRETS=true) lets the demo values through, not a weak value of the operator's.
+    expect(() => loadConfig({ ...production, ALLOW_DEMO_SECRETS: 'true', ESIGN_WEBHOOK_SECRETS: 'a' })).toThrowError('ESIGN_WEBHOOK_SECRETS: shorter')
+    expect(loadConfig({ ...production, ALLOW_DEMO_SECRETS: 'true', ESIGN_WEBHOOK_SECRETS: 'demo-esign-secret' }).esignWebhookSecrets).toEqual([
+      'demo-esign-secret',
+    ])
+    expect(loadConfig({ ...production, ESIGN_WEBHOOK_HMAC_KEY: STRONG.hook }).esignWebhookHmacKey).toBe(STRONG.hook)
+  })
+
+  it('refuses the embedded database in production unless ALLOW_DEMO_DATA=true (issue 26, item 1)', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', ...STRONG_ENV })).toThrowError(
+      /^DATABASE_URL: required in production \(or ALLOW_DEMO_DATA=true to serve the embedded demo and its public logins\)$/,
+    )
+    expect(loadConfig({ NODE_ENV: 'production', ALLOW_DEMO_DATA: 'true', ...STRONG_ENV }).demoData).toBe(true)
+    expect(loadConfig({}).demoData).toBe(true)
+    expect(() => loadConfig({ NODE_ENV: 'production', ALLOW_DEMO_DATA: 'yes' })).toThrowError('ALLOW_DEMO_DATA')
   })
 
   it('takes PEM keys in production in place of a JWT signing secret', () => {
@@ -81,10 +120,11 @@ describe('configuration', () => {
     })
     const config = loadConfig({
       NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://db/app',
       JWT_PRIVATE_KEY: privateKey,
       JWT_PUBLIC_KEY: publicKey,
-      LEGACY_SECRET_KEY: 'legacy',
-      ESIGN_WEBHOOK_SECRETS: 'hook',
+      LEGACY_SECRET_KEY: STRONG.legacy,
+      ESIGN_WEBHOOK_SECRETS: STRONG.hook,
     })
     expect(config.jwt.algorithm).toBe('EdDSA')
   })
@@ -111,5 +151,7 @@ describe('database settings', () => {
     })
     expect(() => loadConfig({ DATABASE_STATEMENT_TIMEOUT: '0' })).toThrowError('DATABASE_STATEMENT_TIMEOUT')
     expect(() => loadConfig({ DRAIN_DELAY: '20s', SHUTDOWN_TIMEOUT: '20s' })).toThrowError('SHUTDOWN_TIMEOUT')
+    expect(() => loadConfig({ LOGIN_BURST_WAIT: '10s' })).toThrowError('LOGIN_BURST_WAIT')
+    expect(loadConfig({ LOGIN_BURST_WAIT: '12s', HANDLER_TIMEOUT: '15s' }).loginThrottle.burstWaitMs).toBe(12_000)
   })
 })

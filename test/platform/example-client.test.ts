@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { runPartner } from '../../examples/client/partner.js'
+import { runPartner, syncCustomer } from '../../examples/client/partner.js'
+import { retryingFetch } from '../../examples/client/retries.js'
 import { clientTypes, CLIENT_TYPES } from '../../scripts/openapi-client.js'
 import { DEMO, DEMO_PASSWORD, useTestApp } from '../helpers/app.js'
+import { testDatabase } from '../helpers/database.js'
 
 const ctx = useTestApp()
 
@@ -29,6 +32,74 @@ describe('the example client generated from /docs/json (examples/client)', () =>
       sellerComplete: false,
       missing: ['balance_sheet'],
       documents: ['invoice nf-1001.pdf (unsigned)', 'nfe_xml nf-1001.xml (unsigned)', 'assignment_contract cessao-nf-1001.pdf (pending)'],
+      solicitation: { id: expect.any(String), documentTypes: ['balance_sheet'], replayed: false },
+      retries: [],
     })
+  })
+
+  it('retries as docs/retries.md says: a lost answer to route 5 is replayed, a 503 waits its Retry-After, nothing is done twice', async () => {
+    if (!ctx.app.server.listening) await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = ctx.app.server.address() as AddressInfo
+    const lost = new Set<string>()
+    // The service answers, but the answer never reaches the client (a connection reset on the way back).
+    const transport = async (request: Request): Promise<Response> => {
+      const path = new URL(request.url).pathname
+      if (path.includes('/get-user-companies') && !lost.has('busy')) {
+        lost.add('busy')
+        return new Response(JSON.stringify({ code: 'service_unavailable' }), { status: 503, headers: { 'retry-after': '1', 'content-type': 'application/problem+json' } })
+      }
+      const response = await fetch(request)
+      if (path.includes('/document-solicitation/') && !lost.has('solicitation')) {
+        lost.add('solicitation')
+        throw new TypeError('fetch failed: the answer was lost')
+      }
+      return response
+    }
+    const started = Date.now()
+    const run = await runPartner(
+      `http://127.0.0.1:${port}`,
+      { email: 'bob@beta.example', password: DEMO_PASSWORD },
+      { sellerId: DEMO.roles.acmeSeller, titleId: DEMO.titles.t1 },
+      { fetch: transport, baseDelayMs: 10 },
+    )
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000)
+    expect(run.retries).toEqual(['1 503', '1 network error: fetch failed: the answer was lost'])
+    expect(run.solicitation).toEqual({ id: expect.any(String), documentTypes: ['balance_sheet'], replayed: true })
+    const { db } = await testDatabase()
+    const open = await db.selectFrom('document_solicitations').select('id').where('seller_company_role_id', '=', DEMO.roles.acmeSeller).where('status', '=', 'open').execute()
+    expect(open).toEqual([{ id: run.solicitation?.id }])
+  })
+
+  it('saves a customer (route 11) with a key: the answer lost, the retry gets it again, the row written once', async () => {
+    if (!ctx.app.server.listening) await ctx.app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = ctx.app.server.address() as AddressInfo
+    let lost = false
+    const transport = async (request: Request): Promise<Response> => {
+      const response = await fetch(request)
+      if (!lost && new URL(request.url).pathname.includes('/customers/')) {
+        lost = true
+        throw new TypeError('fetch failed: the answer was lost')
+      }
+      return response
+    }
+    const customer = { id: randomUUID(), name: 'Partner Customer Ltda', tax_id: '11444777000161', email: 'billing@partner.example' }
+    const run = await syncCustomer(`http://127.0.0.1:${port}`, { email: 'alice@acme.example', password: DEMO_PASSWORD }, customer, { fetch: transport, baseDelayMs: 10 })
+    expect(run).toEqual({ saved: { id: customer.id, name: customer.name, updated_at: expect.any(String) }, replayed: true, retries: ['1 network error: fetch failed: the answer was lost'] })
+    const { db } = await testDatabase()
+    const rows = await db.selectFrom('customers').select(['name', 'created_at', 'updated_at']).where('id', '=', customer.id).execute()
+    expect(rows).toHaveLength(1)
+    expect(rows[0]!.updated_at.toISOString()).toBe(rows[0]!.created_at.toISOString())
+  })
+
+  it('never sends a POST without a key twice', async () => {
+    const sent: string[] = []
+    const transport = async (request: Request): Promise<Response> => {
+      sent.push(`${request.method} ${request.headers.get('idempotency-key') ? 'keyed' : 'plain'}`)
+      throw new TypeError('fetch failed')
+    }
+    const send = retryingFetch({ fetch: transport, baseDelayMs: 1 })
+    await expect(send(new Request('http://127.0.0.1:9/api/company/v1/x/customers/y', { method: 'POST', body: '{}' }))).rejects.toThrow('fetch failed')
+    await expect(send(new Request('http://127.0.0.1:9/api/company/v1/x/customers/y', { method: 'POST', body: '{}', headers: { 'idempotency-key': 'k' } }))).rejects.toThrow('fetch failed')
+    expect(sent).toEqual(['POST plain', 'POST keyed', 'POST keyed', 'POST keyed', 'POST keyed', 'POST keyed'])
   })
 })

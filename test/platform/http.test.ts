@@ -14,16 +14,36 @@ describe('conventions every route shares', () => {
     problemOf(await ctx.app.inject({ method: 'GET', url: '/api/nothing-here' }), 404, 'not_found')
   })
 
-  it('keeps a sane X-Request-Id from the gateway and makes one otherwise', async () => {
-    const kept = await ctx.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'gw-123.abc' } })
-    expect(kept.headers['x-request-id']).toBe('gw-123.abc')
-    const made = await ctx.app.inject({ method: 'GET', url: '/health/live' })
-    expect(made.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
-    const hostile = await ctx.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'bad id\n{"level":60}' } })
-    expect(hostile.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
-    const onError = await ctx.app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: { 'x-request-id': 'gw-401' } })
-    expect(onError.statusCode).toBe(401)
-    expect(onError.headers['x-request-id']).toBe('gw-401')
+  it('keeps a sane X-Request-Id from the gateway (TRUST_PROXY) and makes one otherwise', async () => {
+    const lines: Record<string, unknown>[] = []
+    const logDestination = { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) }
+    const gateway = await buildTestApp({ TRUST_PROXY: '127.0.0.1', LOG_LEVEL: 'info' }, { logDestination })
+    try {
+      const kept = await gateway.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'gw-123.abc' } })
+      expect(kept.headers['x-request-id']).toBe('gw-123.abc')
+      const made = await gateway.inject({ method: 'GET', url: '/health/live' })
+      expect(made.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+      const hostile = await gateway.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'bad id\n{"level":60}' } })
+      expect(hostile.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+      const onError = await gateway.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: { 'x-request-id': 'gw-401' } })
+      expect(onError.statusCode).toBe(401)
+      expect(onError.headers['x-request-id']).toBe('gw-401')
+      // Anyone else, TRUST_PROXY or not, gets an id of the service's: a client cannot write into another request's trail.
+      const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
+      const headers = { 'x-request-id': 'gw-123.abc', traceparent }
+      for (const response of [
+        await gateway.inject({ method: 'GET', url: '/api/nothing-here', headers, remoteAddress: '203.0.113.9' }),
+        await ctx.app.inject({ method: 'GET', url: '/api/nothing-here', headers }),
+      ]) {
+        expect(response.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+      }
+      const line = lines.find((entry) => entry.msg === 'request completed' && entry.client_request_id === 'gw-123.abc')
+      expect(line).toMatchObject({ client_trace_id: '4bf92f3577b34da6a3ce929d0e0e4736', req: { remoteAddress: '203.0.113.9' } })
+      expect(line!.request_id).not.toBe('gw-123.abc')
+      expect(line!.trace_id).not.toBe('4bf92f3577b34da6a3ce929d0e0e4736')
+    } finally {
+      await gateway.close()
+    }
   })
 
   it('answers 413 for a body over 16 KiB', async () => {
@@ -58,9 +78,9 @@ describe('conventions every route shares', () => {
 
   it('answers a malformed or over-long path with a 400 problem that does not echo the path', async () => {
     for (const url of ['/webhook/esign/secret-in-path%ZZ/', '/api/company/v1/get-user-companies%', `/webhook/esign/${'s'.repeat(1025)}/`]) {
-      const response = await ctx.app.inject({ method: 'POST', url, headers: { 'x-request-id': 'bad-url-1' } })
+      const response = await ctx.app.inject({ method: 'POST', url })
       expect(problemOf(response, 400, 'invalid').errors).toHaveProperty('path')
-      expect(response.headers['x-request-id']).toBe('bad-url-1')
+      expect(response.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
       expect(response.body).not.toMatch(/secret-in-path|ssss/)
     }
   })
@@ -138,7 +158,7 @@ describe('logs', () => {
         done()
       },
     })
-    const app = await buildTestApp({ LOG_LEVEL: 'debug' }, { logDestination: destination })
+    const app = await buildTestApp({ LOG_LEVEL: 'debug', TRUST_PROXY: '127.0.0.1' }, { logDestination: destination })
     try {
       const tokens = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
       await app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: { ...bearer(tokens.access), 'x-request-id': 'trace-me' } })

@@ -126,7 +126,7 @@ describe('the published OpenAPI document', () => {
   it('tells a partner how to start: base URL, tokens, refresh, errors, idempotency, webhook', async () => {
     const document = await published()
     for (const topic of ['Base URL', '/api/auth/v1/token', 'Bearer <access>', '/api/auth/v1/token/refresh', 'application/problem+json',
-      'idempotent', 'Content-Hmac', 'duplicate']) {
+      'idempotent', 'Idempotency-Key', 'Idempotent-Replayed', 'Content-Hmac', 'duplicate']) {
       expect(document.info.description).toContain(topic)
     }
     expect(document.components.securitySchemes.bearerAuth?.description).toContain('POST /api/auth/v1/token')

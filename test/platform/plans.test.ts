@@ -11,6 +11,7 @@ import { DEMO_SECRETS } from '../../src/config.js'
 import { createPostgresDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db/database.js'
 import { confirmationPath } from '../../src/registration/confirmation.js'
 import { findUserForLink } from '../../src/registration/repository.js'
+import { runRetention } from '../../src/retention/retention.js'
 import { DEMO, DEMO_PASSWORD, bearer, testConfig } from '../helpers/app.js'
 import { runSchemaPrefix } from '../helpers/database.js'
 import { notification, postWebhook } from '../webhooks/helpers.js'
@@ -138,6 +139,16 @@ describe.skipIf(!databaseUrl)('generic plans at production volume (real PostgreS
     const customer = { name: 'Plan Check Ltda', tax_id: '11444777000161', email: 'plans@example.com' }
     const customerUrl = `/api/company/v1/${roles.acmeSeller}/customers/${randomUUID()}`
     await expectStatus(201, app.inject({ method: 'POST', url: customerUrl, headers: bearer(alice.access), payload: customer }))
+    // With an Idempotency-Key: the claim, the answer kept, then a replay (its lookup) and a key reused (422).
+    const keyed = (url: string, token: string | undefined, payload: object, key: string) =>
+      app.inject({ method: 'POST', url, headers: { ...(token ? bearer(token) : {}), 'idempotency-key': key }, payload })
+    const keyedSolicitation = `/api/company/v1/${roles.betaBuyer}/document-solicitation/${roles.acmeSeller}`
+    await expectStatus(201, keyed(keyedSolicitation, bob.access, {}, 'plans-5'))
+    await expectStatus(201, keyed(keyedSolicitation, bob.access, {}, 'plans-5'))
+    await expectStatus(422, keyed(keyedSolicitation, bob.access, { message: 'other' }, 'plans-5'))
+    await expectStatus(201, keyed(customerUrl, alice.access, customer, 'plans-11'))
+    const lucasLink = await findUserForLink(handle.db, 'lucas@legacy.example')
+    await expectStatus(400, keyed(confirmationPath(lucasLink!, DEMO_SECRETS.LEGACY_SECRET_KEY), undefined, {}, 'plans-10'))
     const signature = notification('sign', new Date().toISOString(), { signer: 'alice@acme.example' })
     await expectStatus(201, postWebhook(app, signature))
     await expectStatus(201, postWebhook(app, signature))
@@ -162,6 +173,27 @@ describe.skipIf(!databaseUrl)('generic plans at production volume (real PostgreS
     }
     expect(scans, scans.join('\n\n')).toEqual([])
   }, 60_000)
+
+  it("finds the retention command's old Idempotency-Key answers by index, as the command plans it (no generic plan)", async () => {
+    statements.clear()
+    await runRetention(handle.db, { tokenFamilyRetention: 30 * 86_400, webhookDeliveryRetention: 90 * 86_400, webhookRetryWindow: 7 * 86_400, batchSize: 5000 })
+    const [statement] = [...statements.values()].filter((query) => query.sql.includes('idempotency_keys'))
+    expect(statement).toBeDefined()
+    const client = new pg.Client({ connectionString: databaseUrl, options: `-c search_path=${schema}` })
+    await client.connect()
+    try {
+      let text = statement!.sql
+      statement!.parameters.forEach((value, index) => {
+        text = text.replace(`$${index + 1}`, literalOf(value, client))
+      })
+      const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${text}`)
+      const plan = rows[0]!['QUERY PLAN'][0].Plan
+      expect(seqScans(plan), JSON.stringify(plan)).toEqual([])
+      expect(nodes(plan).map((node) => node['Index Name']).filter(Boolean)).toContain('idempotency_keys_created_idx')
+    } finally {
+      await client.end()
+    }
+  })
 
   it("builds no title document for route 9's 404, on a title with 20 of them (issue 17, cause 3)", async () => {
     const bob = (

@@ -3,6 +3,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { DEMO_PASSWORD } from '../../db/seed/demo.js'
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
 
 /** Runs the real entry point and returns its exit code and output, for starts that must fail. */
@@ -23,7 +24,21 @@ function runServer(env: Record<string, string>): Promise<{ code: number | null; 
   )
 }
 
-describe('the production image and the demo (issue 15, item 9)', () => {
+/** Strong secrets of the operator's own (the minimums of docs/deployment.md). */
+const STRONG_SECRETS = {
+  JWT_SIGNING_KEY: 'Zq3vL9xT2mR7wK4pN8cB1fH6jD5sG0aY',
+  LEGACY_SECRET_KEY: 'k#8v!q2@z$w5^m9&x3*p7(r1)t6_y4-n0=b+c%d;e:f<g>h?j.',
+  ESIGN_WEBHOOK_SECRETS: 'u7Wn2Kx9Qe4Rb6Tz1Ym8Lp3Vc5Hs0JdA',
+}
+
+const logIn = (baseUrl: string) =>
+  fetch(`${baseUrl}/api/auth/v1/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'alice@acme.example', password: DEMO_PASSWORD }),
+  })
+
+describe('the production image and the demo (issue 15, item 9; issue 26, items 1, 3 and 4)', () => {
   let dataDir: string | undefined
   let server: ServerProcess | undefined
   afterEach(async () => {
@@ -37,15 +52,60 @@ describe('the production image and the demo (issue 15, item 9)', () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'receivables-prod-'))
     const { code, output } = await runServer({ NODE_ENV: 'production', PGLITE_DIR: path.join(dataDir, 'pglite') })
     expect(code).toBe(1)
-    expect(output).toContain('configuration error: JWT_SIGNING_KEY, LEGACY_SECRET_KEY, ESIGN_WEBHOOK_SECRETS: required in production')
+    expect(output).toContain(
+      'configuration error: DATABASE_URL: required in production (or ALLOW_DEMO_DATA=true to serve the embedded demo and its public logins); ' +
+        'JWT_SIGNING_KEY: required in production; LEGACY_SECRET_KEY: required in production; ESIGN_WEBHOOK_SECRETS: required in production',
+    )
     expect(output).toContain('ALLOW_DEMO_SECRETS=true')
     // Nothing was created: the demo users never reached a database.
     expect(await readdir(dataDir)).toEqual([])
   })
 
-  it('serves the demo in production only with the explicit opt-in', async () => {
-    server = await startServerProcess({ NODE_ENV: 'production', ALLOW_DEMO_SECRETS: 'true' })
-    const response = await fetch(`${server.baseUrl}/health/ready`)
-    expect(response.status).toBe(200)
+  it("the image's default (production, strong secrets, no DATABASE_URL) serves no demo login: it refuses, naming what to set", async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'receivables-prod-'))
+    const { code, output } = await runServer({ NODE_ENV: 'production', PGLITE_DIR: path.join(dataDir, 'pglite'), ...STRONG_SECRETS })
+    expect(code).toBe(1)
+    expect(output.trim()).toBe(
+      'configuration error: DATABASE_URL: required in production (or ALLOW_DEMO_DATA=true to serve the embedded demo and its public logins)',
+    )
+    expect(output).not.toContain(DEMO_PASSWORD)
+    expect(await readdir(dataDir)).toEqual([])
+  })
+
+  it('serves the embedded demo in production only with ALLOW_DEMO_DATA=true, and says so in a warning', async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'receivables-prod-'))
+    // DATABASE_URL empty: the embedded database in both test runs.
+    const env = { NODE_ENV: 'production', DATABASE_URL: '', PGLITE_DIR: path.join(dataDir, 'pglite'), ...STRONG_SECRETS }
+    server = await startServerProcess({ ...env, ALLOW_DEMO_DATA: 'true' })
+    expect((await logIn(server.baseUrl)).status).toBe(200)
+    const start = server.output.map((line) => JSON.parse(line) as { level: number; msg: string }).find((line) => line.msg.startsWith('listening on'))
+    expect(start?.level).toBe(40)
+    expect(start?.msg).toMatch(/demo login alice@acme\.example \/ Demo#2026!\): DEMO DATA IN PRODUCTION \(ALLOW_DEMO_DATA=true\), anyone can log in/)
+  })
+
+  it('serves the demo on the demo secrets in production only with both opt-ins', async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'receivables-prod-'))
+    server = await startServerProcess({
+      NODE_ENV: 'production', DATABASE_URL: '', PGLITE_DIR: path.join(dataDir, 'pglite'), ALLOW_DEMO_SECRETS: 'true', ALLOW_DEMO_DATA: 'true',
+    })
+    expect((await fetch(`${server.baseUrl}/health/ready`)).status).toBe(200)
+  })
+
+  it('refuses weak secrets and demo values in any case, fallbacks included, naming each variable at once', async () => {
+    const { code, output } = await runServer({
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://127.0.0.1:1/never-reached',
+      JWT_SIGNING_KEY: 'a'.repeat(40),
+      LEGACY_SECRET_KEY: 'a',
+      LEGACY_SECRET_KEY_FALLBACKS: 'demo-legacy-secret',
+      ESIGN_WEBHOOK_SECRETS: 'DEMO-ESIGN-SECRET',
+      ESIGN_WEBHOOK_HMAC_KEY: 'a',
+    })
+    expect(code).toBe(1)
+    expect(output.trim()).toBe(
+      'configuration error: JWT_SIGNING_KEY: fewer than 8 different characters; LEGACY_SECRET_KEY: shorter than 50 characters; ' +
+        'LEGACY_SECRET_KEY_FALLBACKS: a demo value; ESIGN_WEBHOOK_SECRETS: a demo value; ESIGN_WEBHOOK_HMAC_KEY: shorter than 32 characters ' +
+        '(secrets of your own, minimums in docs/deployment.md, or ALLOW_DEMO_SECRETS=true to run a demo with the documented demo secrets)',
+    )
   })
 })

@@ -1,7 +1,8 @@
 import { sql } from 'kysely'
 import { describe, expect, it } from 'vitest'
+import { keyHash } from '../../src/idempotency/key.js'
 import { runRetention, type RetentionOptions } from '../../src/retention/retention.js'
-import { DEMO, DEMO_PASSWORD, bearer, useTestApp } from '../helpers/app.js'
+import { DEMO, DEMO_PASSWORD, bearer, obtainTokens, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
 import { notification, postWebhook, sha256Hex } from '../webhooks/helpers.js'
 
@@ -49,7 +50,7 @@ describe('retention (npm run retention)', () => {
     expect(await existing('webhook_deliveries', [...gone, ...kept])).toEqual([...kept].sort())
     expect(lines).toContain('webhook deliveries: 3 deleted')
     expect(lines).toContain('webhook deliveries: 5 deleted')
-    expect(lines.at(-1)).toMatch(/^done: 0 token families, 5 webhook deliveries deleted$/)
+    expect(lines.at(-1)).toMatch(/^done: 0 token families, 5 webhook deliveries, 0 idempotency keys deleted$/)
   })
 
   it('never deletes a delivery within the retry window, so a repeat is still recognised by route 12', async () => {
@@ -63,6 +64,31 @@ describe('retention (npm run retention)', () => {
     const again = await postWebhook(context.app, body)
     expect(again.statusCode).toBe(201)
     expect(again.json()).toEqual({ received: true, duplicate: true })
+  })
+
+  it('deletes Idempotency-Key answers older than 24 h in batches, and keeps the younger ones replaying', async () => {
+    const bob = (await obtainTokens(context.app, 'bob@beta.example', DEMO_PASSWORD)).access
+    const solicit = (key: string, sellerId: string) =>
+      context.app.inject({
+        method: 'POST',
+        url: `/api/company/v1/${DEMO.roles.betaBuyer}/document-solicitation/${sellerId}`,
+        headers: { ...bearer(bob), 'idempotency-key': key },
+        payload: { document_types: ['cnpj_card'] },
+      })
+    expect((await solicit('young', DEMO.roles.acmeSeller)).statusCode).toBe(201)
+    expect((await solicit('old', DEMO.roles.gammaSeller)).statusCode).toBe(201)
+    await sql`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key_hash = ${keyHash('old')}`.execute(await db())
+    await sql`
+      INSERT INTO idempotency_keys (scope, route, key_hash, fingerprint, status, created_at)
+      SELECT 'user:' || n, 'POST /old', sha256(n::text::bytea), sha256(n::text::bytea), 201, now() - interval '2 days'
+        FROM generate_series(1, 4) AS n`.execute(await db())
+    const lines: string[] = []
+    const report = await runRetention(await db(), OPTIONS, (line) => lines.push(line))
+    expect(report.idempotencyKeys).toBe(5)
+    expect(lines).toContain('idempotency keys: 3 deleted')
+    expect(await (await db()).selectFrom('idempotency_keys').select('status').execute()).toEqual([{ status: 201 }])
+    const replay = await solicit('young', DEMO.roles.acmeSeller)
+    expect([replay.statusCode, replay.headers['idempotent-replayed']]).toEqual([201, 'true'])
   })
 
   it('leaves the live sessions working', async () => {

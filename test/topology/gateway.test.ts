@@ -41,6 +41,21 @@ const CUSTOMERS = Array.from({ length: 4 }, () => {
 
 const json = (answer: Answer) => JSON.parse(answer.body) as Record<string, unknown>
 
+/**
+ * A partner's retries (docs/retries.md, examples/client/retries.ts): a request that is safe to send
+ * again (a POST with its Idempotency-Key, a refresh within the grace) is sent again after a lost
+ * answer or a 502/503/504, after Retry-After (at most 1 s here). `retries` counts them.
+ */
+async function withRetries(send: () => Promise<Answer>, retries: { count: number }): Promise<Answer | Error> {
+  for (let attempt = 1; ; attempt++) {
+    const answer = await send().catch((error: Error) => error)
+    if (attempt === 5 || !(answer instanceof Error || [502, 503, 504].includes(answer.status))) return answer
+    retries.count++
+    const wait = answer instanceof Error ? 100 * attempt : Math.min(1, Number(answer.headers['retry-after'] ?? 1)) * 1000
+    await new Promise((resolve) => setTimeout(resolve, wait))
+  }
+}
+
 describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgBouncer, PostgreSQL, Redis', () => {
   let topology: Topology
   let gateway: number
@@ -74,6 +89,7 @@ describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgB
     const chains = await Promise.all(['bob@beta.example', 'carol@gamma.example', 'dave@delta.example'].map(login))
     const failures: string[] = []
     const counts = { read: 0, refresh: 0, upsert: 0 }
+    const retries = { count: 0 }
     let running = true
     const record = (kind: keyof typeof counts, answer: Answer | Error, expected: number) => {
       counts[kind]++
@@ -90,23 +106,24 @@ describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgB
     const upserter = async (offset: number) => {
       for (let n = offset; running; n++) {
         const customer = CUSTOMERS[n % CUSTOMERS.length]!
-        const answer = await request(gateway, {
+        // One key per operation, the same on each of its attempts.
+        const headers = { ...auth, 'idempotency-key': randomUUID() }
+        const answer = await withRetries(() => request(gateway, {
           method: 'POST',
           path: `/api/company/v1/${roles.acmeSeller}/customers/${customer.id}`,
-          headers: auth,
+          headers,
           body: { name: `Customer ${n % CUSTOMERS.length}`, tax_id: customer.tax_id },
-        }).catch((error: Error) => error)
+        }), retries)
         record('upsert', answer, 201)
       }
     }
     const chain = async (tokens: { refresh: string }) => {
       let refresh = tokens.refresh
       while (running) {
-        const answer = await request(gateway, { method: 'POST', path: '/api/auth/v1/token/refresh', body: { refresh } }).catch(
-          (error: Error) => error,
-        )
+        // The same spent token again within REFRESH_REUSE_GRACE gets the same successor.
+        const answer = await withRetries(() => request(gateway, { method: 'POST', path: '/api/auth/v1/token/refresh', body: { refresh } }), retries)
         record('refresh', answer, 200)
-        // A lost answer ends the chain: its next token is unknown (and replaying the old one would revoke the family).
+        // An answer still lost after the retries ends the chain: its next token is unknown.
         if (answer instanceof Error || answer.status !== 200) return
         refresh = (json(answer) as { refresh: string }).refresh
       }
@@ -125,7 +142,7 @@ describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgB
     }
     process.stderr.write(
       `topology: ${DRAINS} drains, ${counts.read} reads, ${counts.refresh} refreshes, ${counts.upsert} upserts, ` +
-        `${failures.length} failed; not ready after ${drains.map((d) => d.notReadyMs).join('/')} ms, exited after ${drains.map((d) => d.tookMs).join('/')} ms\n`,
+        `${failures.length} failed, ${retries.count} retried; not ready after ${drains.map((d) => d.notReadyMs).join('/')} ms, exited after ${drains.map((d) => d.tookMs).join('/')} ms\n`,
     )
     expect(failures, instanceLogs()).toEqual([])
     for (const drain of drains) {

@@ -69,4 +69,45 @@ describe('the webhook secret in logs', () => {
     expect(completed).toHaveLength(nearMisses.length)
     expect(lines.filter((line) => line.toLowerCase().includes(SECRET.toLowerCase()))).toEqual([])
   })
+
+  it('masks a secret percent-encoded 4 or 5 times, and a path encoded past what is decoded (issue 26, item 5)', async () => {
+    lines.length = 0
+    const body = notification('sign', '2026-05-01T10:00:00.000Z', { signer: 'bob@beta.example' })
+    const urls = [4, 5, 12].flatMap((times) => [
+      `/webhooks/esign/${encodedTimes(SECRET, times)}/`,
+      `/api/v1/${encodedTimes(SECRET, times)}`,
+      `/${encodedTimes(`webhook/esign/${SECRET}`, times)}`,
+      `/webhooks/${encodedTimes(SECRET, times)}?%ZZ`, // one malformed escape must not keep the rest encoded
+    ])
+    const statuses = await Promise.all(urls.map(async (url) => (await context.app.inject({ method: 'POST', url, payload: body })).statusCode))
+    expect(statuses.every((status) => status === 404 || status === 405 || status === 400)).toBe(true)
+    const logged = lines
+      .map((line) => JSON.parse(line) as { msg?: string; req?: { url?: string } })
+      .filter((entry) => entry.msg === 'request completed')
+      .map((entry) => entry.req?.url ?? '')
+    expect(logged).toHaveLength(urls.length)
+    // Decoded as far as it goes, no logged URL holds the secret.
+    expect(logged.filter((url) => decodedUntilStable(url).toLowerCase().includes(SECRET.toLowerCase()))).toEqual([])
+  })
 })
+
+/** Every character percent-encoded, then the `%` encoded again `times - 1` times (`%4C` → `%254C` → …). */
+function encodedTimes(text: string, times: number): string {
+  let encoded = [...Buffer.from(text)].map((byte) => `%${byte.toString(16).padStart(2, '0').toUpperCase()}`).join('')
+  for (let round = 1; round < times; round += 1) encoded = encodeURIComponent(encoded)
+  return encoded
+}
+
+function decodedUntilStable(text: string): string {
+  for (;;) {
+    const next = text.replace(/(?:%[0-9a-fA-F]{2})+/g, (run) => {
+      try {
+        return decodeURIComponent(run)
+      } catch {
+        return run
+      }
+    })
+    if (next === text) return text
+    text = next
+  }
+}

@@ -26,7 +26,7 @@ const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/v1/:company_role_id/customers/:id',
     {
       schema: saveCustomerRouteSchema,
-      config: { companyRole: { permission: 'customers', role: 'seller' } },
+      config: { companyRole: { permission: 'customers', role: 'seller' }, idempotency: true },
       preValidation: trimTextFields,
     },
     async (request, reply) => {

@@ -76,7 +76,7 @@ const kycRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:version/:company_role_id/document-solicitation/:seller_id',
     {
       schema: solicitationRouteSchema,
-      config: { companyRole: { permission: 'documents', role: 'buyer' } },
+      config: { companyRole: { permission: 'documents', role: 'buyer' }, idempotency: true },
       preValidation: [requireSupportedVersion, emptyBodyAsObject],
     },
     async (request, reply) => {

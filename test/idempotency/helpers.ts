@@ -1,0 +1,30 @@
+import { randomUUID } from 'node:crypto'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { bearer, DEMO } from '../helpers/app.js'
+import { testDatabase } from '../helpers/database.js'
+
+export const newKey = (): string => randomUUID()
+
+export const solicitationUrl = (sellerId: string = DEMO.roles.acmeSeller, roleId: string = DEMO.roles.betaBuyer) =>
+  `/api/company/v1/${roleId}/document-solicitation/${sellerId}`
+
+export const customerUrl = (id: string, roleId: string = DEMO.roles.acmeSeller) => `/api/company/v1/${roleId}/customers/${id}`
+
+/** A POST with a bearer token and, when given, an Idempotency-Key. */
+export function post(app: FastifyInstance, url: string, token: string | undefined, payload: object, key?: string): Promise<LightMyRequestResponse> {
+  const headers = { ...(token ? bearer(token) : {}), ...(key === undefined ? {} : { 'idempotency-key': key }) }
+  return app.inject({ method: 'POST', url, headers, payload })
+}
+
+export const isReplay = (response: LightMyRequestResponse): boolean => response.headers['idempotent-replayed'] === 'true'
+
+const db = async () => (await testDatabase()).db
+
+export async function openSolicitations(sellerId: string = DEMO.roles.acmeSeller): Promise<number> {
+  const rows = await (await db()).selectFrom('document_solicitations').select('id').where('seller_company_role_id', '=', sellerId).where('status', '=', 'open').execute()
+  return rows.length
+}
+
+export async function keptKeys(): Promise<Array<{ scope: string; route: string; status: number | null }>> {
+  return (await db()).selectFrom('idempotency_keys').select(['scope', 'route', 'status']).execute()
+}

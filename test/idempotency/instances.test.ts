@@ -1,0 +1,34 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { DEMO_PASSWORD, obtainTokens } from '../helpers/app.js'
+import { resetDatabase, testDatabase } from '../helpers/database.js'
+import { startInstance, type Instance } from '../helpers/instances.js'
+import { isReplay, newKey, openSolicitations, post, solicitationUrl } from './helpers.js'
+
+describe('Idempotency-Key across two instances of the service on one database', () => {
+  let instances: Instance[] = []
+
+  beforeEach(async () => {
+    await testDatabase()
+    await resetDatabase()
+    instances = [await startInstance(), await startInstance()]
+  })
+  afterEach(async () => {
+    await Promise.all(instances.map((instance) => instance.close()))
+  })
+
+  it('runs 20 concurrent requests with one key, split between the instances, exactly once', async () => {
+    const [first, second] = instances.map((instance) => instance.app)
+    const bob = (await obtainTokens(first!, 'bob@beta.example', DEMO_PASSWORD)).access
+    const key = newKey()
+    const responses = await Promise.all(Array.from({ length: 20 }, (_, n) => post(n % 2 ? second! : first!, solicitationUrl(), bob, {}, key)))
+    const statuses = responses.map((response) => `${response.statusCode}${isReplay(response) ? ' replay' : ''}`)
+    expect(statuses.filter((status) => status === '201'), statuses.join(', ')).toHaveLength(1)
+    expect(statuses.every((status) => ['201', '201 replay', '409'].includes(status)), statuses.join(', ')).toBe(true)
+    expect(await openSolicitations()).toBe(1)
+    const executed = responses.find((response) => response.statusCode === 201 && !isReplay(response))!
+    for (const app of [first!, second!]) {
+      const retry = await post(app, solicitationUrl(), bob, {}, key)
+      expect([retry.statusCode, isReplay(retry), retry.body]).toEqual([201, true, executed.body])
+    }
+  })
+})
