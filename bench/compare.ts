@@ -3,7 +3,7 @@
  * one scenario. Every variant runs as its own service process, all at once on the same fresh bench
  * database, and they are loaded in turn, short runs rotating through the variants for a number of
  * rounds; each variant's verdict is the median of its rounds. On a shared machine one 10 s run of
- * the same code moved by up to 30 % between runs (bench/RESULTS.md, run 11); interleaving short
+ * the same code moved by up to 30 % between runs (run 11 in bench/RESULTS.md's git history); interleaving short
  * runs spreads that drift over every variant alike. Repeat a comparison before trusting a
  * difference of 10 % or less.
  *

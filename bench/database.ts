@@ -3,11 +3,12 @@ import fastifyJwt from '@fastify/jwt'
 import Fastify from 'fastify'
 import { sql, type Kysely } from 'kysely'
 import pg from 'pg'
-import { seedDemoData, DEMO } from '../db/seed/demo.js'
+import { seedDemoData } from '../db/seed/demo.js'
+import { DEMO } from '../db/seed/ids.js'
 import { newJti, TokenSigner } from '../src/auth/tokens.js'
 import { DEMO_SECRETS } from '../src/config.js'
 import { createPostgresDatabase, migrateToLatest } from '../src/db/database.js'
-import type { Database } from '../src/db/types.js'
+import type { Database } from '../db/types.js'
 
 /** The database a connection URL names (its path, decoded). */
 export const databaseName = (databaseUrl: string): string => decodeURIComponent(new URL(databaseUrl).pathname.slice(1))

@@ -2,18 +2,21 @@
  * Own-SQL floors (issue 17): for each read route, a bare Fastify handler that verifies the
  * service's JWT (same key, @fastify/jwt) and runs that route's own statement through the service's
  * pool (createPostgresDatabase, same size, prepared statements and generic plans as the service),
- * then sends what the statement returned as JSON. No tenancy hooks, schemas, presence, problem
- * details: what is left of the route is its SQL. Started by bench/volume-run.ts as its own process.
+ * then sends what the statement returned as JSON. The statement is the one the route declares: its
+ * data query composed with the principal and membership by src/tenancy/scoped-statement.ts. No
+ * tenancy hooks, schemas, presence, problem details: what is left of the route is its SQL. Started
+ * by bench/volume-run.ts as its own process.
  *
  * Environment: PORT, DATABASE_URL, DATABASE_POOL_SIZE, LOG_LEVEL, JWT_SIGNING_KEY.
  */
 import fastifyJwt from '@fastify/jwt'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
-import { scopedPartnerPresence } from '../src/company/chat/repository.js'
-import { scopedSellerKyc, toSellerKyc } from '../src/company/kyc/repository.js'
+import { partnerPresenceRead } from '../src/company/chat/repository.js'
+import { sellerKycRead, toSellerKyc } from '../src/company/kyc/repository.js'
 import { createPostgresDatabase } from '../src/db/database.js'
-import { scopedTitleDocuments } from '../src/marketplace/repository.js'
-import { groupByCompany, principalCompanies } from '../src/tenancy/user-companies.js'
+import { titleDocumentsRead } from '../src/marketplace/repository.js'
+import { PrincipalStatement, ScopedStatement } from '../src/tenancy/scoped-statement.js'
+import { groupByCompany, USER_COMPANIES_ORDER, userCompaniesRead } from '../src/tenancy/user-companies.js'
 
 const env = process.env
 const { db } = createPostgresDatabase({
@@ -25,6 +28,11 @@ const app = Fastify({ logger: { level: env.LOG_LEVEL ?? 'info' } })
 await app.register(fastifyJwt, { secret: env.JWT_SIGNING_KEY ?? '', verify: { algorithms: ['HS256'] } })
 
 type Params = Record<string, string>
+
+const userCompanies = new PrincipalStatement(userCompaniesRead, USER_COMPANIES_ORDER)
+const partnerPresence = new ScopedStatement(partnerPresenceRead)
+const sellerKyc = new ScopedStatement(sellerKycRead)
+const titleDocuments = new ScopedStatement(titleDocumentsRead)
 
 /** The token's user and family, or a bare 401. */
 function claims(request: FastifyRequest, reply: FastifyReply): { userId: string; familyId: string } | undefined {
@@ -44,32 +52,32 @@ app.get('/health/ready', async () => ({ status: 'ok' }))
 app.get('/api/company/v1/get-user-companies', async (request, reply) => {
   const key = claims(request, reply)
   if (!key) return reply
-  const rows = await principalCompanies.readUnadmitted(db, key)
-  return rows ? json(reply, JSON.stringify(groupByCompany(rows))) : reply.code(401).send()
+  const { user, data } = await userCompanies.run(db, key, {})
+  return user ? json(reply, JSON.stringify(groupByCompany(data))) : reply.code(401).send()
 })
 
-app.get('/api/company/v1/:company_role_id/chat/partners/:partner/presence', async (request, reply) => {
+app.get('/api/company/v1/:company_role_id/chat/partners/:partner_company_role_id/presence', async (request, reply) => {
   const key = claims(request, reply)
   if (!key) return reply
-  const { company_role_id: companyRoleId, partner } = request.params as Params
-  const { data: presence } = await scopedPartnerPresence.readUnadmitted(db, { ...key, companyRoleId: companyRoleId!, partnerRoleId: partner! })
+  const params = request.params as Params
+  const { data: presence } = await partnerPresence.run(db, { ...key, companyRoleId: params.company_role_id! }, params as never)
   return presence ? json(reply, JSON.stringify(presence)) : reply.code(404).send()
 })
 
-app.get('/api/company/v1/:company_role_id/buyer/check-documents/:seller', async (request, reply) => {
+app.get('/api/company/v1/:company_role_id/buyer/check-documents/:seller_id', async (request, reply) => {
   const key = claims(request, reply)
   if (!key) return reply
-  const { company_role_id: companyRoleId, seller } = request.params as Params
-  const { data } = await scopedSellerKyc.readUnadmitted(db, { ...key, companyRoleId: companyRoleId!, sellerRoleId: seller! })
+  const params = request.params as Params
+  const { data } = await sellerKyc.run(db, { ...key, companyRoleId: params.company_role_id! }, params as never)
   const kyc = toSellerKyc(data)
   return kyc ? json(reply, JSON.stringify(kyc)) : reply.code(404).send()
 })
 
-app.get('/api/v1/marketplace/:company_role_id/title/:title/documents', async (request, reply) => {
+app.get('/api/v1/marketplace/:company_role_id/title/:title_id/documents', async (request, reply) => {
   const key = claims(request, reply)
   if (!key) return reply
-  const { company_role_id: companyRoleId, title } = request.params as Params
-  const { data } = await scopedTitleDocuments.readUnadmitted(db, { ...key, companyRoleId: companyRoleId!, titleId: title! })
+  const params = request.params as Params
+  const { data } = await titleDocuments.run(db, { ...key, companyRoleId: params.company_role_id! }, params as never)
   return data === undefined ? reply.code(404).send() : json(reply, data.documents_json)
 })
 

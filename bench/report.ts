@@ -275,7 +275,9 @@ export function renderMarkdown(results: BenchResults): string {
   const lines = [
     '# Benchmark results',
     '',
-    'Written by `npm run bench` (see bench/README.md for what each number means). Ratios are taken within this one run.',
+    'The current figures, a table per scenario with the machine, commit and date it ran on; earlier runs are in git',
+    '(`git log -p bench/RESULTS.md`). This part is written by `npm run bench` (bench/README.md says what each',
+    'number means); ratios are taken within this one run. From the production-volume section on, the file is kept.',
     '',
     `- Command: \`npm run bench${settings.args ? ` -- ${settings.args}` : ''}\``,
     `- Date: ${machine.date}`,

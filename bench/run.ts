@@ -344,13 +344,15 @@ class Bench {
   }
 }
 
-/** The production-volume section (bench/volume-run.ts) of an existing results file, kept when the rest is rewritten. */
+/**
+ * The production-volume section (bench/volume-run.ts) of an existing results file and what follows
+ * it (the tables of bench/pooler.ts and bench:compare), kept when the rest is rewritten.
+ */
 function volumeSectionOf(file: string): string {
   try {
     const text = readFileSync(file, 'utf8')
     const start = text.indexOf('<!-- volume:start -->')
-    const end = text.indexOf('<!-- volume:end -->')
-    return start >= 0 && end > start ? `\n${text.slice(start, end + '<!-- volume:end -->'.length)}\n` : ''
+    return start >= 0 ? `\n${text.slice(start).trimEnd()}\n` : ''
   } catch {
     return ''
   }

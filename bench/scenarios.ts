@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type autocannon from 'autocannon'
-import { DEMO, DEMO_PASSWORD } from '../db/seed/demo.js'
+import { DEMO_PASSWORD } from '../db/seed/demo.js'
+import { DEMO } from '../db/seed/ids.js'
 import { BENCH_ENVELOPES, BENCH_SIGNERS, benchEnvelopeKey, createRefreshTokens, serviceTokenSigner } from './database.js'
 
 /** What a scenario asks autocannon for; url, connections and duration come from the runner. */

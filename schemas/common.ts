@@ -3,7 +3,6 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox'
 export const Uuid = Type.String({ format: 'uuid', description: 'UUID' })
 export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 timestamp in UTC' })
 export const DateOnly = Type.String({ format: 'date', description: 'YYYY-MM-DD' })
-export const Money = Type.String({ pattern: '^-?[0-9]+\\.[0-9]{2}$', description: 'Decimal amount in BRL with two places' })
 /**
  * `schema` or null. A schema with one `type` becomes a type list (`["string", "null"]`): the
  * response serializer then tells the two apart with a type check, where an `anyOf` made it

@@ -9,8 +9,8 @@ import { CloneType, Type, type Static, type TSchema } from '@sinclair/typebox'
  * another media type or without saying when it happens.
  */
 
-export const JSON_MEDIA = 'application/json'
-export const PROBLEM_MEDIA = 'application/problem+json'
+const JSON_MEDIA = 'application/json'
+const PROBLEM_MEDIA = 'application/problem+json'
 
 /**
  * Marks a response header the service always sends: the docs plugin turns it into the header

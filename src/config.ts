@@ -4,8 +4,6 @@ import { Value } from '@sinclair/typebox/value'
 import { EnvironmentSchema, type Environment } from '../schemas/config.js'
 import { listItems, PRODUCTION_SECRET_RULES, variableWeakness } from './secret-strength.js'
 
-export type JwtAlgorithm = 'HS256' | 'RS256' | 'EdDSA'
-
 export type JwtKeys =
   | { algorithm: 'HS256'; secret: string }
   | { algorithm: 'RS256' | 'EdDSA'; privateKey: string; publicKey: string; publicKeyObject: KeyObject }

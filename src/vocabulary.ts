@@ -12,6 +12,10 @@ export type RoleKind = (typeof ROLE_KINDS)[number]
 export const PERMISSIONS = ['documents', 'bank_accounts', 'customers', 'marketplace', 'chat', 'admin'] as const
 export type Permission = (typeof PERMISSIONS)[number]
 
+/** A user migrated from the old platform: `pending` until they confirm their account (route 10). */
+export const MIGRATION_STATES = ['pending', 'confirmed'] as const
+export type MigrationState = (typeof MIGRATION_STATES)[number]
+
 /** Validity in days from the issue date of each required KYC type (null: no expiry), §4 route 7. */
 export const KYC_VALIDITY_DAYS = {
   articles_of_association: null,

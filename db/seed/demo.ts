@@ -1,9 +1,7 @@
 import { sql, type Kysely } from 'kysely'
-import type { Database } from '../../src/db/types.js'
+import type { Database } from '../types.js'
 import { KYC_TYPES, KYC_VALIDITY_DAYS, type KycType } from '../../src/vocabulary.js'
 import { DEMO } from './ids.js'
-
-export { DEMO }
 
 export const DEMO_PASSWORD = 'Demo#2026!'
 export const LEGACY_DEMO_PASSWORD = 'legacy-password'

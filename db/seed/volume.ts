@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely'
-import type { Database } from '../../src/db/types.js'
+import type { Database } from '../types.js'
 
 /**
  * A production-like volume on top of the demo data (issue 17), written by the database itself with

@@ -1,7 +1,7 @@
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { tokenNotValid } from './sessions.js'
+import { tokenNotValid } from '../tenancy/admission.js'
 import { TokenSigner, VerifiedTokenCache, type TokenClaims } from './tokens.js'
 import type { Config } from '../config.js'
 import { problem } from '../lib/problem.js'

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely'
-import type { Database } from '../db/types.js'
+import type { Database } from '../../db/types.js'
 
 export interface DisabledUser {
   userId: string

@@ -1,5 +1,5 @@
 import { setTimeout } from 'node:timers/promises'
-import type { Db } from '../db/types.js'
+import type { Db } from '../../db/types.js'
 import { problem } from '../lib/problem.js'
 import type { LoginThrottle } from './login-throttle.js'
 import { hashPassword, isHashingBusy, spendVerificationTime, verifyPassword, type VerifyResult } from './passwords.js'

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { Precompiled } from '../db/precompiled.js'
-import type { Db } from '../db/types.js'
+import type { Db, UsersTable } from '../../db/types.js'
 
 export interface LoginCandidate {
   id: string
@@ -8,7 +8,7 @@ export interface LoginCandidate {
   name: string
   password_hash: string
   is_active: boolean
-  migration_state: 'pending' | 'confirmed' | null
+  migration_state: UsersTable['migration_state']
 }
 
 const userByEmailStatement = new Precompiled((db, p: { email: string }) =>
@@ -21,8 +21,6 @@ const userByEmailStatement = new Precompiled((db, p: { email: string }) =>
 export function findUserByEmail(db: Db, email: string): Promise<LoginCandidate | undefined> {
   return userByEmailStatement.first(db, { email })
 }
-
-export type { AuthenticatedUser } from '../tenancy/principal.js'
 
 export interface NewSession {
   userId: string

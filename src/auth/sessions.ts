@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
-import type { Database, Db } from '../db/types.js'
+import type { Database, Db } from '../../db/types.js'
 import { tokenNotValid } from '../tenancy/admission.js'
 import { createLoginSession, createSession, revokeFamilyOnReuse, spendAndReplaceRefreshToken } from './repository.js'
 import { newJti, type RefreshTerm, type TokenSigner } from './tokens.js'
@@ -10,7 +10,6 @@ export interface TokenPair {
   refresh: string
 }
 
-export { tokenNotValid }
 
 /** An access token and a refresh token stored under `jti` with `term`. */
 const signPair = (signer: TokenSigner, userId: string, familyId: string, jti: string, term: RefreshTerm): TokenPair => ({

@@ -3,7 +3,7 @@ import { Kysely, Migrator, PostgresDialect, sql, type KyselyConfig } from 'kysel
 import pg from 'pg'
 import { migrationProvider, migrations } from '../../db/migrations/index.js'
 import { ServicePool, type StartupSetting } from './pool.js'
-import type { Database } from './types.js'
+import type { Database } from '../../db/types.js'
 
 const DATE_OID = 1082
 const INT8_OID = 20

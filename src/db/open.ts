@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { createEmbeddedDatabase, createPostgresDatabase, migrateToLatest, type DatabaseHandle } from './database.js'
-import type { Db } from './types.js'
+import type { Db } from '../../db/types.js'
 
 /** What this module reads of the configuration (src/config.ts), named here so that src/db/ does not import it. */
 export interface DatabaseSettings {

@@ -8,7 +8,7 @@ import {
   type CompiledQuery,
   type RawBuilder,
 } from 'kysely'
-import type { Database, Db } from './types.js'
+import type { Database, Db } from '../../db/types.js'
 
 /** A Kysely that only compiles: precompiled statements are built once, at module load. */
 const compiler = new Kysely<Database>({

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { Precompiled, rawStatement } from '../db/precompiled.js'
-import type { Db } from '../db/types.js'
+import type { Db } from '../../db/types.js'
 
 /** A key's row: (scope, route, SHA-256 of the key). */
 export interface KeyName {

@@ -2,8 +2,6 @@
 
 import type { TaxIdType } from '../vocabulary.js'
 
-export type { TaxIdType }
-
 /** Strips the punctuation people type (`.`, `-`, `/`, spaces) and upper-cases letters. */
 export function normaliseTaxId(raw: string): string {
   return raw.replace(/[\s./-]/g, '').toUpperCase()

@@ -1,10 +1,8 @@
-import type { Static } from '@sinclair/typebox'
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from 'kysely'
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres'
-import type { TitleDocument as TitleDocumentSchema } from '../../schemas/marketplace.js'
 import { isoTimestamp } from '../db/sql-json.js'
-import type { Database } from '../db/types.js'
-import { ScopedStatement, type MemberRole } from '../tenancy/scoped-statement.js'
+import type { Database } from '../../db/types.js'
+import type { MemberRole, Scope } from '../tenancy/scoped-statement.js'
 
 /**
  * Whether the caller's company role (`member`, from the scoped statement) may see the title row in
@@ -38,9 +36,6 @@ function visibleToMember(eb: ExpressionBuilder<Database, 'titles'>, member: Memb
     ]),
   ])
 }
-
-/** A document as route 9 shows it, built by the database (timestamps as RFC 3339 UTC text). */
-export type TitleDocument = Static<typeof TitleDocumentSchema>
 
 /** The envelope of the document in scope with its signers in signing order, as one JSON object (null without one). */
 function signatureOf(eb: ExpressionBuilder<Database, 'title_documents'>) {
@@ -103,7 +98,6 @@ function visibleTitleDocuments(db: Kysely<Database>, titleId: string, member: Me
     .offset(0)
 }
 
-/** Route 9 in one statement: the caller's principal and membership, and the visible title's documents. */
-export const scopedTitleDocuments = new ScopedStatement((db, p: { titleId: string }, scope) =>
-  visibleTitleDocuments(db, p.titleId, scope.member),
-)
+/** Route 9's data query: the title's documents, if the member may see it. */
+export const titleDocumentsRead = (db: Kysely<Database>, scope: Scope<{ title_id: string }>) =>
+  visibleTitleDocuments(db, scope.params.title_id, scope.member)

@@ -37,12 +37,6 @@ const WAIT_BUCKETS = [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 /** An observation of one request's duration, pre-bound to its labels. */
 type Observe = (seconds: number) => void
 
-export type WebhookOutcome = 'applied' | 'duplicate' | 'unmatched' | 'ignored' | 'rejected'
-export type RefreshOutcome = 'rotated' | 'replay_revoked' | 'rejected'
-export type ThrottleDecision = 'allowed' | 'throttled'
-/** Why a request was answered 503 by the error handler (src/plugins/errors.ts). */
-export type UnavailableCause = 'database' | 'handler_timeout' | 'hash_queue_full'
-
 export class ServiceMetrics {
   readonly registry = new Registry()
   private readonly requestDuration = new Histogram({

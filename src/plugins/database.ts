@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Kysely } from 'kysely'
-import type { Database } from '../db/types.js'
+import type { Database } from '../../db/types.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

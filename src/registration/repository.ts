@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import type { Db, User } from '../db/types.js'
+import type { Db, User } from '../../db/types.js'
 import type { DecodedUid } from './legacy-token.js'
 
 /** A migrated account awaiting confirmation, with what its confirmation links are made of. */

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely'
-import type { Db } from '../db/types.js'
+import type { Db } from '../../db/types.js'
 import { KEY_LIFETIME_SECONDS } from '../idempotency/repository.js'
 
 export interface RetentionOptions {

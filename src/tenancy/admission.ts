@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import { problem } from '../lib/problem.js'
-import { authorise, type CompanyRoleContext } from './membership.js'
+import { authorise, type CompanyRoleContext, type RoleRequirement } from './membership.js'
 import type { AuthenticatedUser, PrincipalWithMembership, ScopedPrincipal, TokenPrincipal } from './principal.js'
 
 /** The 401 of a token that fails, or whose user or family is no longer active (§2). */
@@ -25,10 +25,12 @@ export function admitUser(request: FastifyRequest, user: AuthenticatedUser | und
   return user
 }
 
-/** 401, then 404 / 403 by the route's `companyRole` config (src/tenancy/membership.ts). */
-export function admitMember(request: FastifyRequest, principal: PrincipalWithMembership | undefined): CompanyRoleContext {
-  const requirement = request.routeOptions.config.companyRole
-  if (!requirement) throw new Error('admitMember on a route without a companyRole config')
+/** 401, then 404 / 403 by the route's requirement (src/tenancy/membership.ts). */
+export function admitMember(
+  request: FastifyRequest,
+  principal: PrincipalWithMembership | undefined,
+  requirement: RoleRequirement,
+): CompanyRoleContext {
   admitUser(request, principal?.user)
   request.companyRole = authorise(principal?.membership, requirement)
   return request.companyRole

@@ -1,4 +1,4 @@
-import type { Permission, RoleKind } from '../db/types.js'
+import type { Permission, RoleKind } from '../vocabulary.js'
 import { problem } from '../lib/problem.js'
 
 /** The company role a request acts for, as the caller's membership grants it. */

@@ -1,29 +1,40 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { admitMember, admitUser, principalKey, scopedPrincipalKey } from './admission.js'
-import type { CompanyRoleContext, RoleRequirement } from './membership.js'
+import type { CompanyRoleContext } from './membership.js'
 import { findActiveUserForToken, findUserWithMembership, type AuthenticatedUser } from './principal.js'
+import type { TenancyDeclaration } from './routes.js'
 
 export interface AuthContext {
   user: AuthenticatedUser
   claims: FastifyRequest['tokenClaims']
 }
 
+/** A route declared with companyRoute or userRoute (src/tenancy/routes.ts), as the app registered it. */
+export interface DeclaredRoute {
+  method: string
+  /** Fastify's form, `:name` per parameter, with the prefix. */
+  url: string
+  tenancy: TenancyDeclaration
+  schema: FastifySchema | undefined
+}
+
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The route acts for `{company_role_id}` and needs this membership (§3). */
-    companyRole?: RoleRequirement
-    /**
-     * The route reads the principal (and membership) in its own statement, built by
-     * src/tenancy/scoped-statement.ts, which admits the caller; the pipeline then skips its own read.
-     */
-    principalInStatement?: boolean
+    /** Set by companyRoute / userRoute only: how the pipeline admits the caller, and the read it runs. */
+    tenancy?: TenancyDeclaration
   }
   interface FastifyRequest {
-    /** Set once the token's user is known to be active. */
-    auth: AuthContext
-    /** Set on routes with a `companyRole` config, after the membership check. */
-    companyRole: CompanyRoleContext
+    /** Set once the token's user is known to be active; null before, and on public routes. */
+    auth: AuthContext | null
+    /** Set on company routes after the membership check; null elsewhere. */
+    companyRole: CompanyRoleContext | null
+    /** A read's data, from the statement that admitted the caller (handed to the handler by the route's construct). */
+    tenancyData: unknown
+  }
+  interface FastifyInstance {
+    /** Every authenticated route the app declared, in registration order: the tests' route list. */
+    tenancyRoutes: readonly DeclaredRoute[]
   }
 }
 
@@ -31,31 +42,64 @@ async function assertAdmitted(request: FastifyRequest, reply: FastifyReply, payl
   // `public` is read per request: the docs plugin marks its routes public in its own onRoute hook, after this one.
   if (reply.statusCode >= 400 || request.routeOptions.config.public) return payload
   if (!request.auth) throw new Error('a route answered without admitting the principal')
-  if (request.routeOptions.config.companyRole && !request.companyRole) {
+  if (request.routeOptions.config.tenancy?.kind === 'company' && !request.companyRole) {
     throw new Error('a company-scoped route answered without admitting the member')
   }
   return payload
 }
 
+/** Why a route may not be served as declared: a path acting for a company role outside companyRoute, or no declaration at all. */
+function undeclared(route: RouteOptions): string | undefined {
+  const name = `${String(route.method)} ${route.url}`
+  const tenancy = route.config?.tenancy
+  if (route.url.includes(':company_role_id') && tenancy?.kind !== 'company') {
+    return `${name} acts for {company_role_id} but is not declared with companyRoute() (src/tenancy/routes.ts)`
+  }
+  if (!tenancy && !route.config?.public) {
+    return `${name} is neither public (config.public) nor declared with companyRoute() or userRoute() (src/tenancy/routes.ts)`
+  }
+  return undefined
+}
+
+async function admit(app: FastifyInstance, request: FastifyRequest, tenancy: TenancyDeclaration): Promise<void> {
+  if (tenancy.kind === 'company') {
+    const key = scopedPrincipalKey(request)
+    if (!tenancy.statement) return void admitMember(request, await findUserWithMembership(app.db, key), tenancy.requirement)
+    const { principal, data } = await tenancy.statement.run(app.db, key, request.params as object)
+    admitMember(request, principal, tenancy.requirement)
+    request.tenancyData = data
+  } else {
+    const key = principalKey(request)
+    if (!tenancy.statement) return void admitUser(request, await findActiveUserForToken(app.db, key))
+    const { user, data } = await tenancy.statement.run(app.db, key, request.params as object)
+    admitUser(request, user)
+    request.tenancyData = data
+  }
+}
+
 /**
- * The tenancy pipeline, the same on every authenticated route. After the JWT hook
- * (src/auth/authentication.ts: the token's signature and claims, 401) and schema validation
- * (400), this preHandler reads the token's user, with their membership of `{company_role_id}` on a
- * route with a `companyRole` config, in one query, and admits them: 401 for an inactive user or a
- * revoked family, 404 for no active membership, 403 for the wrong kind of role or a missing
- * permission. A `principalInStatement` route does the same inside its own statement.
+ * The tenancy pipeline, the one door of every authenticated route. After the JWT hook
+ * (src/auth/authentication.ts: the token's signature and claims, 401) and schema validation (400),
+ * this preHandler admits the caller by the route's declaration (src/tenancy/routes.ts): a read runs
+ * its one statement (principal, membership of `{company_role_id}` and the route's data); any other
+ * route reads the principal, with the membership on a company route, in one query. 401 for an
+ * inactive user or a revoked family, 404 for no active membership, 403 for the wrong kind of role
+ * or a missing permission. At start, a route that could skip it is refused.
  */
 export default fp(
   async function tenancyPlugin(app: FastifyInstance) {
-    app.decorateRequest('auth', null as unknown as AuthContext)
-    app.decorateRequest('companyRole', null as unknown as CompanyRoleContext)
+    app.decorateRequest('auth', null)
+    app.decorateRequest('companyRole', null)
+    app.decorateRequest('tenancyData', undefined)
 
     app.addHook('preHandler', async (request: FastifyRequest) => {
-      const config = request.routeOptions.config
-      if (request.is404 || config.public || config.principalInStatement) return
-      if (config.companyRole) admitMember(request, await findUserWithMembership(app.db, scopedPrincipalKey(request)))
-      else admitUser(request, await findActiveUserForToken(app.db, principalKey(request)))
+      const tenancy = request.routeOptions.config.tenancy
+      if (tenancy) await admit(app, request, tenancy)
     })
+
+    const routes: RouteOptions[] = []
+    const declared: DeclaredRoute[] = []
+    app.decorate('tenancyRoutes', declared)
 
     // The net: an authenticated route's success that nobody admitted (or, on a company-scoped
     // route, whose member nobody admitted) is a bug and must not reach the client. onSend, not
@@ -63,6 +107,16 @@ export default fp(
     app.addHook('onRoute', (route) => {
       const existing = route.onSend ?? []
       route.onSend = [...(Array.isArray(existing) ? existing : [existing]), assertAdmitted]
+      if (route.method === 'HEAD') return
+      routes.push(route)
+      const tenancy = route.config?.tenancy
+      if (tenancy) declared.push({ method: String(route.method), url: route.url, tenancy, schema: route.schema })
+    })
+
+    // Checked once every route is in (the docs plugin marks its own public after this plugin's onRoute).
+    app.addHook('onReady', async () => {
+      const refusals = routes.map(undeclared).filter((reason) => reason !== undefined)
+      if (refusals.length > 0) throw new Error(`refusing to start: ${refusals.join('; ')}`)
     })
   },
   { name: 'tenancy', dependencies: ['database', 'authentication'] },

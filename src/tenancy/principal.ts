@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely'
 import { Precompiled } from '../db/precompiled.js'
-import type { Database } from '../db/types.js'
+import type { Database } from '../../db/types.js'
 import type { Permission, RoleKind } from '../vocabulary.js'
 import type { CompanyRoleContext } from './membership.js'
 

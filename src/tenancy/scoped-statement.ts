@@ -1,42 +1,59 @@
-import type { FastifyRequest } from 'fastify'
 import { sql, type Expression, type Kysely, type SelectQueryBuilder } from 'kysely'
 import { Precompiled } from '../db/precompiled.js'
-import type { Database } from '../db/types.js'
+import type { Database, Db } from '../../db/types.js'
 import type { RoleKind } from '../vocabulary.js'
-import { admitMember, admitUser, principalKey, scopedPrincipalKey } from './admission.js'
 import {
   activeUserForToken,
   principalOf,
   userOf,
   userWithMembership,
+  type AuthenticatedUser,
   type MemberColumns,
   type PrincipalColumns,
+  type PrincipalWithMembership,
   type ScopedPrincipal,
   type TokenPrincipal,
 } from './principal.js'
 
 /**
  * The caller's company role inside a scoped statement, for data subqueries that depend on it (route
- * 9's visibility). They stand for the member's columns, so a repository never names tenancy's joins.
+ * 9's visibility, a company's own rows). They stand for the member's columns, so a repository never
+ * names tenancy's joins.
  */
 export interface MemberRole {
   id: Expression<string>
   role: Expression<RoleKind>
+  companyId: Expression<string>
 }
 
-/** What a data subquery may use of the scope besides its own parameters. */
-export interface Scope {
+/** What a company route's data query may use: its path's parameters and the member it acts as. */
+export interface Scope<Params> {
+  /** The route's path parameters, by their names in the path (statement parameters). */
+  params: Params
   /** The `{company_role_id}` of the path (a parameter). */
   companyRoleId: string
-  /** The member's role, as columns of the statement. */
+  /** The member's role and company, as columns of the statement. */
   member: MemberRole
 }
 
-const MEMBER_ROLE: MemberRole = { id: sql.ref<string>('member.member_role_id'), role: sql.ref<RoleKind>('member.member_role') }
+/** What a user route's data query may use: its path's parameters and the token's user. */
+export interface UserScope<Params> {
+  params: Params
+  userId: string
+}
 
-/** A data subquery: any select, whose columns become the data row. */
+/** A data query: any select, whose columns become the data row. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-type DataQuery<Data> = SelectQueryBuilder<any, any, Data>
+export type DataQuery<Data> = SelectQueryBuilder<any, any, Data>
+
+export type CompanyRead<Params, Data> = (db: Kysely<Database>, scope: Scope<Params>) => DataQuery<Data>
+export type UserRead<Params, Data> = (db: Kysely<Database>, scope: UserScope<Params>) => DataQuery<Data>
+
+const MEMBER_ROLE: MemberRole = {
+  id: sql.ref<string>('member.member_role_id'),
+  role: sql.ref<RoleKind>('member.member_role'),
+  companyId: sql.ref<string>('member.member_company_id'),
+}
 
 const PRINCIPAL_COLUMNS = ['principal_id', 'principal_email', 'principal_name'] as const
 const MEMBER_COLUMNS = ['member_role_id', 'member_company_id', 'member_role', 'member_permissions'] as const
@@ -59,23 +76,22 @@ class RowSplitter {
 }
 
 /**
- * A one-statement read of a company-scoped route (one round trip): the token's principal, their
- * membership of `{company_role_id}`, and the route's data subquery as a lateral join that runs only
- * for a member. `read` admits the caller in the pipeline's order (401 inactive user, 404 not a
- * member, 403 wrong role or permission: src/tenancy/admission.ts) before it returns the data row,
- * undefined when the subquery found none. Built and compiled once, at module load.
+ * A company route's read in one statement (one round trip): the token's principal, their membership
+ * of `{company_role_id}`, and the route's data query as a lateral join that runs only for a member.
+ * `run` returns what it found; the pipeline (src/tenancy/plugin.ts) admits the caller from it in
+ * the order of checks. Built and compiled once, when the route is declared.
  */
 export class ScopedStatement<Params extends object, Data> {
   private readonly statement: Precompiled<ScopedPrincipal & Params, StatementRow>
   private readonly rows = new RowSplitter()
 
-  constructor(data: (db: Kysely<Database>, params: Params, scope: Scope) => DataQuery<Data>) {
+  constructor(read: CompanyRead<Params, Data>) {
     this.statement = new Precompiled((db, params: ScopedPrincipal & Params) =>
       userWithMembership(db, params)
         .leftJoinLateral(
           (eb) =>
             eb
-              .selectFrom(data(db, params, { companyRoleId: params.companyRoleId, member: MEMBER_ROLE }).as('data_row'))
+              .selectFrom(read(db, { params, companyRoleId: params.companyRoleId, member: MEMBER_ROLE }).as('data_row'))
               .selectAll('data_row')
               .select(sql<boolean>`true`.as(FOUND))
               // Gated on the membership: a non-member's request computes no data.
@@ -92,36 +108,31 @@ export class ScopedStatement<Params extends object, Data> {
     return this.statement.sql
   }
 
-  async read(request: FastifyRequest, params: Params): Promise<Data | undefined> {
-    const row = await this.statement.first(request.server.db, { ...params, ...scopedPrincipalKey(request) })
-    admitMember(request, row && principalOf(row))
-    return row?.[FOUND] ? this.rows.dataOf<Data>(row) : undefined
-  }
-
-  /** The statement alone, without the admission: the bench's own-SQL floor (bench/own-sql-floor.ts). */
-  async readUnadmitted(db: Kysely<Database>, params: ScopedPrincipal & Params): Promise<{ member: boolean; data: Data | undefined }> {
-    const row = await this.statement.first(db, params)
-    return { member: Boolean(row?.member_role_id), data: row?.[FOUND] ? this.rows.dataOf<Data>(row) : undefined }
+  /** The principal with their membership (undefined: no active user), and the data row if the query found one. */
+  async run(db: Db, key: ScopedPrincipal, params: Params): Promise<{ principal: PrincipalWithMembership | undefined; data: Data | undefined }> {
+    const row = await this.statement.first(db, { ...params, ...key })
+    return { principal: row && principalOf(row), data: row?.[FOUND] ? this.rows.dataOf<Data>(row) : undefined }
   }
 }
 
 /**
  * The same for a route of the principal alone (no company role, route 4): the principal with the
- * data subquery's rows, ordered by `orderBy` (data columns). `read` answers 401 for an inactive
- * user, then returns the data rows.
+ * data query's rows, ordered by `orderBy` (data columns).
  */
 export class PrincipalStatement<Params extends object, Data> {
   private readonly statement: Precompiled<TokenPrincipal & Params, StatementRow>
   private readonly splitter = new RowSplitter()
 
-  constructor(
-    data: (db: Kysely<Database>, params: Params, principal: TokenPrincipal) => DataQuery<Data>,
-    orderBy: readonly (keyof Data & string)[] = [],
-  ) {
+  constructor(read: UserRead<Params, Data>, orderBy: readonly string[] = []) {
     this.statement = new Precompiled((db, params: TokenPrincipal & Params) => {
       let query = activeUserForToken(db, params)
         .leftJoinLateral(
-          (eb) => eb.selectFrom(data(db, params, params).as('data_row')).selectAll('data_row').select(sql<boolean>`true`.as(FOUND)).as('data'),
+          (eb) =>
+            eb
+              .selectFrom(read(db, { params, userId: params.userId }).as('data_row'))
+              .selectAll('data_row')
+              .select(sql<boolean>`true`.as(FOUND))
+              .as('data'),
           (join) => join.onTrue(),
         )
         .selectAll('data')
@@ -134,17 +145,10 @@ export class PrincipalStatement<Params extends object, Data> {
     return this.statement.sql
   }
 
-  /** The data rows, and the principal's user (already admitted). */
-  async read(request: FastifyRequest, params: Params): Promise<Data[]> {
-    const rows = await this.statement.rows(request.server.db, { ...params, ...principalKey(request) })
+  /** The token's user (undefined: not active) and the data rows. */
+  async run(db: Db, key: TokenPrincipal, params: Params): Promise<{ user: AuthenticatedUser | undefined; data: Data[] }> {
+    const rows = await this.statement.rows(db, { ...params, ...key })
     const first = rows[0]
-    admitUser(request, first && userOf(first))
-    return rows.filter((row) => row[FOUND]).map((row) => this.splitter.dataOf<Data>(row))
-  }
-
-  /** The statement alone, without the admission (undefined: no active user): the bench's own-SQL floor. */
-  async readUnadmitted(db: Kysely<Database>, params: TokenPrincipal & Params): Promise<Data[] | undefined> {
-    const rows = await this.statement.rows(db, params)
-    return rows.length === 0 ? undefined : rows.filter((row) => row[FOUND]).map((row) => this.splitter.dataOf<Data>(row))
+    return { user: first && userOf(first), data: rows.filter((row) => row[FOUND]).map((row) => this.splitter.dataOf<Data>(row)) }
   }
 }

@@ -1,12 +1,11 @@
 import type { Static } from '@sinclair/typebox'
-import type { FastifyRequest } from 'fastify'
 import type { Kysely } from 'kysely'
 import type { UserCompany as UserCompanySchema } from '../../schemas/company.js'
 import { Precompiled } from '../db/precompiled.js'
-import type { Database, Db } from '../db/types.js'
+import type { Database, Db } from '../../db/types.js'
 import type { Permission, RoleKind } from '../vocabulary.js'
 import { activeMemberships } from './principal.js'
-import { PrincipalStatement } from './scoped-statement.js'
+import type { UserScope } from './scoped-statement.js'
 
 /** A company of the caller with their active memberships of it (routes 2 and 4). */
 export type UserCompany = Static<typeof UserCompanySchema>
@@ -30,11 +29,11 @@ const userCompaniesStatement = new Precompiled((db, { userId }: { userId: string
   membershipRows(db, userId).orderBy('companies.name').orderBy('companies.id').orderBy('company_roles.role'),
 )
 
-/** Route 4 in one statement: the token's principal (no row when not active) with their membership rows. */
-export const principalCompanies = new PrincipalStatement(
-  (db, _params: object, principal) => membershipRows(db, principal.userId),
-  ['name', 'id', 'role'],
-)
+/** Route 4's data query, run in one statement with the token's principal (src/tenancy/routes.ts's userRoute). */
+export const userCompaniesRead = (db: Kysely<Database>, scope: UserScope<object>) => membershipRows(db, scope.userId)
+
+/** Route 4's rows in the order `groupByCompany` takes them. */
+export const USER_COMPANIES_ORDER = ['name', 'id', 'role'] as const
 
 type MembershipRow = {
   id: string | null
@@ -64,9 +63,4 @@ export function groupByCompany(rows: readonly MembershipRow[]): UserCompany[] {
 /** The user's active memberships of active roles of active companies, grouped by company, ordered by name. */
 export async function listUserCompanies(db: Db, userId: string): Promise<UserCompany[]> {
   return groupByCompany(await userCompaniesStatement.rows(db, { userId }))
-}
-
-/** Route 4: the caller's companies, once the pipeline has admitted them (401 for an inactive user). */
-export async function readUserCompanies(request: FastifyRequest): Promise<UserCompany[]> {
-  return groupByCompany(await principalCompanies.read(request, {}))
 }

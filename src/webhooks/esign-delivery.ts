@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { EsignNotification } from '../../schemas/webhooks.js'
 import { isDatabaseUnavailable } from '../db/errors.js'
-import type { Database } from '../db/types.js'
+import type { Database } from '../../db/types.js'
 import { Coalescer } from '../lib/coalescer.js'
 import { dedupeKeyOf } from './authenticity.js'
 import { actionFor, foldEvents, signerEmailOf, type DeliveryOutcome, type StoredEvent } from './esign-events.js'

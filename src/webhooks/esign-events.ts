@@ -1,4 +1,5 @@
-import type { EnvelopeStatus, SignerStatus, WebhookDeliveriesTable } from '../db/types.js'
+import type { WebhookDeliveriesTable } from '../../db/types.js'
+import type { EnvelopeStatus, SignerStatus } from '../vocabulary.js'
 
 /** What a provider event means for an envelope, independent of its current state. */
 export type EsignAction =

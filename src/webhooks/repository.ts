@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import { Precompiled, rawStatement } from '../db/precompiled.js'
-import type { Db, EnvelopeStatus, SignerStatus } from '../db/types.js'
+import type { Db } from '../../db/types.js'
+import type { EnvelopeStatus, SignerStatus } from '../vocabulary.js'
 import type { BatchChanges, DeliveryOutcome, LockedEnvelope, LockedSigner } from './esign-events.js'
 
 export interface NewDelivery {

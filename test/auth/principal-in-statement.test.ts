@@ -1,36 +1,28 @@
+import type { FastifyRequest } from 'fastify'
 import { describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
 import { sendJsonText } from '../../src/lib/json-text.js'
+import { userRoute } from '../../src/tenancy/routes.js'
 import { testDatabase } from '../helpers/database.js'
 import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp } from '../helpers/app.js'
+import { declaredRoutes, exampleParams, MEMBERS, pathOf, routeName } from '../helpers/declared-routes.js'
 import { decodeClaims } from '../helpers/jwt.js'
 
 const ctx = useTestApp()
-const { roles, titles, users } = DEMO
 
-/** The reads that check the token's user and membership in their own statement (principalInStatement). */
-const READS = [
-  { name: 'route 4', email: 'alice@acme.example', userId: users.alice, url: '/api/company/v1/get-user-companies' },
-  {
-    name: 'route 6',
-    email: 'bob@beta.example',
-    userId: users.bob,
-    url: `/api/company/v1/${roles.betaBuyer}/chat/partners/${roles.acmeSeller}/presence`,
-  },
-  {
-    name: 'route 7',
-    email: 'bob@beta.example',
-    userId: users.bob,
-    url: `/api/company/v1/${roles.betaBuyer}/buyer/check-documents/${roles.acmeSeller}`,
-  },
-  {
-    name: 'route 9',
-    email: 'bob@beta.example',
-    userId: users.bob,
-    url: `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t1}/documents`,
-  },
-] as const
+/**
+ * The reads that check the token's user and membership in their own statement: every route the app
+ * declares with a `read` (src/tenancy/routes.ts), called with its schema's examples by the member
+ * of the example's role (alice for route 4).
+ */
+const READS = (await declaredRoutes())
+  .filter((route) => route.tenancy.statement !== undefined)
+  .map((route) => {
+    const params = exampleParams(route)
+    const member = MEMBERS[params.company_role_id ?? DEMO.roles.acmeSeller]!
+    return { name: routeName(route), email: member.email, userId: member.userId, url: pathOf(route, params) }
+  })
 
 const get = (url: string, access: string) => ctx.app.inject({ method: 'GET', url, headers: bearer(access) })
 
@@ -63,11 +55,17 @@ describe('reads that check the principal in their own statement', () => {
 
   it('refuses to answer a success that no handler admitted (a 500, and no body leaks)', async () => {
     const app = await buildApp(testConfig(), { database: await testDatabase(), counterStore: new MemoryCounterStore() })
-    app.get('/forgot-to-admit', { config: { principalInStatement: true } }, async () => ({ secret: 'leaked' }))
+    // Only the pipeline admits (a route that could skip it is refused at start): these handlers undo
+    // the admission, as a bug in the pipeline would leave it, and the net must still stop the answer.
+    const unadmit = (request: FastifyRequest) => void (request.auth = null)
+    app.route(userRoute({ method: 'GET', url: '/forgot-to-admit', schema: {}, handler: async (request) => (unadmit(request), { secret: 'leaked' }) }))
     // A body already serialised (as route 9 sends the database's JSON) skips serialisation and its hooks.
-    app.get('/forgot-to-admit-json-text', { config: { principalInStatement: true } }, async (_request, reply) =>
-      sendJsonText(reply, '{"secret":"leaked"}'),
-    )
+    app.route(userRoute({
+      method: 'GET',
+      url: '/forgot-to-admit-json-text',
+      schema: {},
+      handler: async (request, reply) => (unadmit(request), sendJsonText(reply, '{"secret":"leaked"}')),
+    }))
     await app.ready()
     try {
       const { access } = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)

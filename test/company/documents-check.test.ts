@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { beforeEach, describe, expect, it } from 'vitest'
-import { KYC_TYPES } from '../../src/company/kyc/rules.js'
+import { KYC_TYPES } from '../../src/vocabulary.js'
 import { utcToday } from '../../src/company/kyc/status.js'
 import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'

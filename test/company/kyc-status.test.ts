@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { KYC_TYPES } from '../../src/company/kyc/rules.js'
+import { KYC_TYPES } from '../../src/vocabulary.js'
 import {
   documentStatus,
   inChecklistOrder,
@@ -8,7 +8,7 @@ import {
   utcToday,
   type LatestKycDocument,
 } from '../../src/company/kyc/status.js'
-import type { KycType } from '../../src/db/types.js'
+import type { KycType } from '../../src/vocabulary.js'
 
 const TODAY = '2026-05-10'
 const updatedAt = '2026-05-01T12:00:00.000Z'

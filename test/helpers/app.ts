@@ -1,4 +1,4 @@
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, beforeEach } from 'vitest'
 import { buildApp, type BuildOptions } from '../../src/app.js'
 import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
@@ -15,13 +15,20 @@ export function testConfig(env: Record<string, string> = {}): Config {
   return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', LOGIN_FAILURE_MIN_MS: '0', ...env })
 }
 
+export interface TestAppOptions extends BuildOptions {
+  /** More routes, registered after the app's own (a test's throwaway route). */
+  extraRoutes?: FastifyPluginAsync | undefined
+}
+
 /** An app on the worker's shared database, with its own login-failure counters. */
-export async function buildTestApp(env: Record<string, string> = {}, options: BuildOptions = {}): Promise<FastifyInstance> {
+export async function buildTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<FastifyInstance> {
+  const { extraRoutes, ...buildOptions } = options
   const app = await buildApp(testConfig(env), {
     database: await testDatabase(),
     counterStore: new MemoryCounterStore(),
-    ...options,
+    ...buildOptions,
   })
+  if (extraRoutes) await app.register(extraRoutes)
   recordConformance(app)
   await app.ready()
   return app
@@ -31,7 +38,7 @@ export async function buildTestApp(env: Record<string, string> = {}, options: Bu
  * The usual frame of a test file: one app for the file, demo data reset before every test.
  * Read `context.app` inside tests and hooks.
  */
-export function useTestApp(env: Record<string, string> = {}, options: BuildOptions = {}): { app: FastifyInstance } {
+export function useTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): { app: FastifyInstance } {
   const context = {} as { app: FastifyInstance }
   const counters = new MemoryCounterStore()
   beforeAll(async () => {

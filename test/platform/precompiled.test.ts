@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { Precompiled } from '../../src/db/precompiled.js'
-import type { Database } from '../../src/db/types.js'
+import type { Database } from '../../db/types.js'
 import { DEMO } from '../helpers/app.js'
 import { resetDatabase, testDatabase } from '../helpers/database.js'
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DEMO, DEMO_PASSWORD } from '../../db/seed/demo.js'
+import { DEMO_PASSWORD } from '../../db/seed/demo.js'
+import { DEMO } from '../../db/seed/ids.js'
 import { cnpjCheckDigits } from '../../src/lib/tax-id.js'
 import { request, startTopology, topologyUnavailable, type Answer, type Topology } from './topology.js'
 

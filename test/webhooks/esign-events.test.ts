@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { EnvelopeStatus } from '../../src/db/types.js'
+import type { EnvelopeStatus } from '../../src/vocabulary.js'
 import {
   actionFor,
   isNoChange,

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely'
-import type { Database } from '../../db/types.js'
+import type { Database } from '../../../db/types.js'
 import { problem } from '../../lib/problem.js'
 import {
   lockActiveBankAccounts,

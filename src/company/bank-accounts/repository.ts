@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { Precompiled } from '../../db/precompiled.js'
-import type { Db } from '../../db/types.js'
+import type { Db } from '../../../db/types.js'
 import type { ActiveBankAccount } from './rules.js'
 
 /**

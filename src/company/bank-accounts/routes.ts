@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { removeBankAccountRouteSchema } from '../../../schemas/bank-accounts.js'
+import { companyRoute } from '../../tenancy/routes.js'
 import { removeBankAccount } from './removal.js'
 
 /**
@@ -19,13 +20,17 @@ function ignoreBodies(app: FastifyInstance): void {
 /** Route 8: the company's bank accounts. */
 const bankAccountRoutes: FastifyPluginAsyncTypebox = async (app) => {
   ignoreBodies(app)
-  app.delete(
-    '/v1/:company_role_id/bank-account/:bank_account_id',
-    { schema: removeBankAccountRouteSchema, config: { companyRole: { permission: 'bank_accounts' } } },
-    async (request, reply) => {
-      await removeBankAccount(app.db, request.companyRole.companyId, request.params.bank_account_id, request.auth.user.id)
-      return reply.code(204).send(null)
-    },
+  app.route(
+    companyRoute({
+      method: 'DELETE',
+      url: '/v1/:company_role_id/bank-account/:bank_account_id',
+      permission: 'bank_accounts',
+      schema: removeBankAccountRouteSchema,
+      handler: async (request, reply, { companyRole, user }) => {
+        await removeBankAccount(app.db, companyRole.companyId, request.params.bank_account_id, user.id)
+        return reply.code(204).send(null)
+      },
+    }),
   )
 }
 

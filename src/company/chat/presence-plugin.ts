@@ -22,7 +22,7 @@ export default fp(
       return payload
     }
     app.addHook('onRoute', (route) => {
-      if (!route.config?.companyRole) return
+      if (route.config?.tenancy?.kind !== 'company') return
       const existing = route.onSend ?? []
       route.onSend = [...(Array.isArray(existing) ? existing : [existing]), markSeen]
     })

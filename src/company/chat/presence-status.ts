@@ -1,8 +1,6 @@
 /** What route 6 shows for a partner's company role. */
 import type { PresenceStatus } from '../../vocabulary.js'
 
-export type { PresenceStatus }
-
 /** Seen within this is online (§4 route 6). */
 export const ONLINE_WITHIN_MS = 2 * 60_000
 /** Seen within this (and not online) is away; older, or never seen, is offline. */

@@ -1,12 +1,6 @@
 import { sql, type Kysely } from 'kysely'
-import type { Database } from '../../db/types.js'
-import { ScopedStatement } from '../../tenancy/scoped-statement.js'
-
-export interface PartnerPresence {
-  last_seen_at: Date | null
-  /** The database's clock, the same one that wrote last_seen_at, so app-server skew cannot shift the status. */
-  now: Date
-}
+import type { Database } from '../../../db/types.js'
+import type { Scope } from '../../tenancy/scoped-statement.js'
 
 /**
  * When `roleId` and `partnerRoleId` share a conversation (either as buyer or as seller), the
@@ -16,6 +10,7 @@ function partnerPresence(db: Kysely<Database>, roleId: string, partnerRoleId: st
   return db
     .selectFrom('chat_conversations')
     .leftJoin('company_role_presence', (join) => join.on('company_role_presence.company_role_id', '=', partnerRoleId))
+    // `now` is the database's clock, the one that wrote last_seen_at: app-server skew cannot shift the status.
     .select(['chat_conversations.id as conversation_id', 'company_role_presence.last_seen_at', sql<Date>`now()`.as('now')])
     .where((eb) =>
       eb.or([
@@ -26,7 +21,6 @@ function partnerPresence(db: Kysely<Database>, roleId: string, partnerRoleId: st
     .limit(1)
 }
 
-/** Route 6 in one statement: the principal, their membership, and (for a member) the partner's presence. */
-export const scopedPartnerPresence = new ScopedStatement((db, p: { partnerRoleId: string }, scope) =>
-  partnerPresence(db, scope.companyRoleId, p.partnerRoleId),
-)
+/** Route 6's data query: the partner's presence, for a member of `{company_role_id}`. */
+export const partnerPresenceRead = (db: Kysely<Database>, scope: Scope<{ partner_company_role_id: string }>) =>
+  partnerPresence(db, scope.companyRoleId, scope.params.partner_company_role_id)

@@ -1,5 +1,5 @@
 import { sql, type Selectable } from 'kysely'
-import type { CustomersTable, Db } from '../../db/types.js'
+import type { CustomersTable, Db } from '../../../db/types.js'
 import type { CustomerInput } from './rules.js'
 
 export type Customer = Selectable<CustomersTable>

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { saveCustomerRouteSchema } from '../../../schemas/customers.js'
+import { companyRoute } from '../../tenancy/routes.js'
 import type { Customer } from './repository.js'
 import { saveCustomer } from './upsert.js'
 
@@ -22,17 +23,20 @@ const customerBody = (customer: Customer) => ({
 
 /** Route 11: the seller's customers (the payers of its titles). */
 const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.post(
-    '/v1/:company_role_id/customers/:id',
-    {
+  app.route(
+    companyRoute({
+      method: 'POST',
+      url: '/v1/:company_role_id/customers/:id',
+      role: 'seller',
+      permission: 'customers',
       schema: saveCustomerRouteSchema,
-      config: { companyRole: { permission: 'customers', role: 'seller' }, idempotency: true },
+      config: { idempotency: true },
       preValidation: trimTextFields,
-    },
-    async (request, reply) => {
-      const customer = await saveCustomer(app.db, request.companyRole.companyRoleId, request.params.id, request.body)
-      return reply.code(201).send(customerBody(customer))
-    },
+      handler: async (request, reply, { companyRole }) => {
+        const customer = await saveCustomer(app.db, companyRole.companyRoleId, request.params.id, request.body)
+        return reply.code(201).send(customerBody(customer))
+      },
+    }),
   )
 }
 

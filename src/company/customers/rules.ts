@@ -1,5 +1,6 @@
 import type { CustomerRequest } from '../../../schemas/customers.js'
-import { classifyTaxId, normaliseTaxId, type TaxIdType } from '../../lib/tax-id.js'
+import { classifyTaxId, normaliseTaxId } from '../../lib/tax-id.js'
+import type { TaxIdType } from '../../vocabulary.js'
 
 /** Route 11's body after the schema has checked its types and lengths. */
 export type CustomerBody = CustomerRequest

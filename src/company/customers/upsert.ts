@@ -1,6 +1,6 @@
 import type { HttpError } from '@fastify/sensible'
 import { uniqueViolation } from '../../db/errors.js'
-import type { Db } from '../../db/types.js'
+import type { Db } from '../../../db/types.js'
 import { problem } from '../../lib/problem.js'
 import { findCustomerIdByTaxId, findCustomerTaxId, upsertCustomer, type Customer } from './repository.js'
 import { validateCustomer, type CustomerBody } from './rules.js'

@@ -3,8 +3,9 @@ import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres'
 import { uniqueViolation } from '../../db/errors.js'
 import { Precompiled } from '../../db/precompiled.js'
 import { isoTimestamp } from '../../db/sql-json.js'
-import type { Database, Db, KycType } from '../../db/types.js'
-import { ScopedStatement } from '../../tenancy/scoped-statement.js'
+import type { Database, Db } from '../../../db/types.js'
+import type { KycType } from '../../vocabulary.js'
+import type { Scope } from '../../tenancy/scoped-statement.js'
 import type { LatestKycDocument } from './status.js'
 
 /** The open solicitation from one buyer to one seller, as route 7 shows it. */
@@ -96,10 +97,9 @@ export async function loadSellerKyc(db: Db, buyerRoleId: string, sellerRoleId: s
   return toSellerKyc(await sellerKycStatement.first(db, { buyerRoleId, sellerRoleId }))
 }
 
-/** Route 7 in one statement: the caller's principal and membership, and the seller's KYC as the buyer sees it (read with `toSellerKyc`). */
-export const scopedSellerKyc = new ScopedStatement((db, p: { sellerRoleId: string }, scope) =>
-  sellerKycRow(db, scope.companyRoleId, p.sellerRoleId),
-)
+/** Route 7's data query: the seller's KYC as the buyer in `{company_role_id}` sees it (read with `toSellerKyc`). */
+export const sellerKycRead = (db: Kysely<Database>, scope: Scope<{ seller_id: string }>) =>
+  sellerKycRow(db, scope.companyRoleId, scope.params.seller_id)
 
 export interface NewSolicitation {
   buyerRoleId: string

@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { checkDocumentsRouteSchema, solicitationRouteSchema, type SolicitationRequest } from '../../../schemas/documents.js'
-import type { Db } from '../../db/types.js'
+import type { Db } from '../../../db/types.js'
 import { emptyBodyAsObject } from '../../lib/optional-body.js'
 import { problem } from '../../lib/problem.js'
-import { insertOpenSolicitation, loadSellerKyc, scopedSellerKyc, toSellerKyc, type SellerKyc, type Solicitation } from './repository.js'
+import { companyRoute } from '../../tenancy/routes.js'
+import { insertOpenSolicitation, loadSellerKyc, sellerKycRead, toSellerKyc, type SellerKyc, type Solicitation } from './repository.js'
 import { inChecklistOrder, kycChecklist, typesNotApproved, utcToday } from './status.js'
 
 const SUPPORTED_VERSIONS = new Set(['v1'])
@@ -57,46 +58,51 @@ const solicitationBody = (solicitation: Solicitation) => ({
 
 /** Routes 5 and 7: a buyer's view of a seller's KYC documents, and its requests for more. */
 const kycRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.get(
-    '/v1/:company_role_id/buyer/check-documents/:seller_id',
-    {
+  app.route(
+    companyRoute({
+      method: 'GET',
+      url: '/v1/:company_role_id/buyer/check-documents/:seller_id',
+      role: 'buyer',
+      permission: 'documents',
       schema: checkDocumentsRouteSchema,
-      config: { companyRole: { permission: 'documents', role: 'buyer' }, principalInStatement: true },
-    },
-    async (request) => {
-      const { seller_id: sellerId } = request.params
-      const kyc = toSellerKyc(await scopedSellerKyc.read(request, { sellerRoleId: sellerId }))
-      if (!kyc) throw sellerNotFound()
-      const { complete, documents } = kycChecklist(kyc.documents, utcToday(new Date()))
-      return { seller_id: sellerId, company: kyc.company, complete, documents, open_solicitation: kyc.openSolicitation }
-    },
+      read: sellerKycRead,
+      handler: async (request, _reply, { data }) => {
+        const kyc = toSellerKyc(data)
+        if (!kyc) throw sellerNotFound()
+        const { complete, documents } = kycChecklist(kyc.documents, utcToday(new Date()))
+        return { seller_id: request.params.seller_id, company: kyc.company, complete, documents, open_solicitation: kyc.openSolicitation }
+      },
+    }),
   )
 
-  app.post(
-    '/:version/:company_role_id/document-solicitation/:seller_id',
-    {
+  app.route(
+    companyRoute({
+      method: 'POST',
+      url: '/:version/:company_role_id/document-solicitation/:seller_id',
+      role: 'buyer',
+      permission: 'documents',
       schema: solicitationRouteSchema,
-      config: { companyRole: { permission: 'documents', role: 'buyer' }, idempotency: true },
+      config: { idempotency: true },
       preValidation: [requireSupportedVersion, emptyBodyAsObject],
-    },
-    async (request, reply) => {
-      const { seller_id: sellerId } = request.params
-      const buyerRoleId = request.companyRole.companyRoleId
-      const today = utcToday(new Date())
-      assertDueDateNotPast(request.body.due_date, today)
-      const kyc = await requireSeller(app.db, buyerRoleId, sellerId)
-      if (kyc.openSolicitation) throw alreadyOpen(kyc.openSolicitation.id)
-      const outcome = await insertOpenSolicitation(app.db, {
-        buyerRoleId,
-        sellerRoleId: sellerId,
-        documentTypes: typesToRequest(request.body, kyc, today),
-        message: request.body.message?.trim() || null,
-        dueDate: request.body.due_date ?? null,
-        createdBy: request.auth.user.id,
-      })
-      if ('alreadyOpen' in outcome) throw alreadyOpen(outcome.alreadyOpen)
-      return reply.code(201).send(solicitationBody(outcome.created))
-    },
+      handler: async (request, reply, { companyRole, user }) => {
+        const { seller_id: sellerId } = request.params
+        const buyerRoleId = companyRole.companyRoleId
+        const today = utcToday(new Date())
+        assertDueDateNotPast(request.body.due_date, today)
+        const kyc = await requireSeller(app.db, buyerRoleId, sellerId)
+        if (kyc.openSolicitation) throw alreadyOpen(kyc.openSolicitation.id)
+        const outcome = await insertOpenSolicitation(app.db, {
+          buyerRoleId,
+          sellerRoleId: sellerId,
+          documentTypes: typesToRequest(request.body, kyc, today),
+          message: request.body.message?.trim() || null,
+          dueDate: request.body.due_date ?? null,
+          createdBy: user.id,
+        })
+        if ('alreadyOpen' in outcome) throw alreadyOpen(outcome.alreadyOpen)
+        return reply.code(201).send(solicitationBody(outcome.created))
+      },
+    }),
   )
 }
 

@@ -1,8 +1,5 @@
-import type { KycDocumentsTable, KycType } from '../../db/types.js'
-import { KYC_TYPES } from './rules.js'
-
-/** What route 7 shows for one required type. */
-export type KycDocumentStatus = 'approved' | 'pending_review' | 'rejected' | 'expired' | 'missing'
+import type { KycDocumentsTable } from '../../../db/types.js'
+import { KYC_TYPES, type KycCheckStatus, type KycType } from '../../vocabulary.js'
 
 /** The latest document of one type for a company, as the repository reads it. */
 export interface LatestKycDocument {
@@ -16,7 +13,7 @@ export interface LatestKycDocument {
 
 export interface KycChecklistRow {
   type: KycType
-  status: KycDocumentStatus
+  status: KycCheckStatus
   document_id: string | null
   valid_until: string | null
   updated_at: string | null
@@ -33,7 +30,7 @@ export interface KycChecklist {
 export const utcToday = (now: Date): string => now.toISOString().slice(0, 10)
 
 /** A document is valid through its `valid_until` day; only an approved one can expire. */
-export function documentStatus(document: LatestKycDocument | undefined, today: string): KycDocumentStatus {
+export function documentStatus(document: LatestKycDocument | undefined, today: string): KycCheckStatus {
   if (!document) return 'missing'
   if (document.status === 'approved' && document.valid_until !== null && document.valid_until < today) return 'expired'
   return document.status

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely'
-import type { Database } from '../../../src/db/types.js'
+import type { Database } from '../../../db/types.js'
 
 /**
  * Tables a rejected request may still change, and why that is right:

@@ -21,6 +21,8 @@ import {
   type PathChange,
   type Segment,
 } from './arbitraries.js'
+import type { DeclaredRoute } from '../../../src/tenancy/plugin.js'
+import { exampleBody, exampleParams, operationOf, routeName } from '../../helpers/declared-routes.js'
 import { PASSWORD_MARK, USER_KEYS, type UserKey } from './session.js'
 
 /** One generated request; `@@…@@` placeholders are filled in when it is sent (see session.ts). */
@@ -388,41 +390,94 @@ export const authRequests = fc.oneof(
   requestsFor({ label: 'route 4', method: 'GET', template: '/api/company/v1/get-user-companies', segments: {} }, bearerAuth, everyUser),
 )
 
-export const companyRequests = fc.oneof(
-  companyRoleRequests({
+/** The routes 5–8 and 11 with arbitraries tuned to them; route 9 is among otherRequests. */
+const TUNED_COMPANY_SHAPES: RouteShape[] = [
+  {
     label: 'route 5',
     method: 'POST',
     template: '/api/company/{version}/{company_role_id}/document-solicitation/{seller_id}',
     segments: { version: choiceSegment(['v1'], ['v2', 'V1', 'v1.0', 'v0', 'latest']), seller_id: uuidOf(DEMO.roles) },
     body: solicitationBody,
-  }),
-  companyRoleRequests({
+  },
+  {
     label: 'route 6',
     method: 'GET',
     template: '/api/company/v1/{company_role_id}/chat/partners/{partner_company_role_id}/presence',
     segments: { partner_company_role_id: uuidOf(DEMO.roles) },
-  }),
-  companyRoleRequests({
+  },
+  {
     label: 'route 7',
     method: 'GET',
     template: '/api/company/v1/{company_role_id}/buyer/check-documents/{seller_id}',
     segments: { seller_id: uuidOf(DEMO.roles) },
-  }),
-  companyRoleRequests({
+  },
+  {
     label: 'route 8',
     method: 'DELETE',
     template: '/api/company/v1/{company_role_id}/bank-account/{bank_account_id}',
     segments: { bank_account_id: uuidOf(DEMO.bankAccounts) },
-  }),
-  companyRoleRequests({
+  },
+  {
     label: 'route 11',
     method: 'POST',
     template: '/api/company/v1/{company_role_id}/customers/{id}',
     // Mostly new ids: a customer is created under the id the client chooses.
     segments: { id: uuidSegment(Object.values(DEMO.customers), 8) },
     body: customerBody,
-  }),
-)
+  },
+]
+
+/** Operations with arbitraries of their own elsewhere in this file (routes 4 and 9). */
+const TUNED_ELSEWHERE = new Set([
+  'GET /api/company/v1/get-user-companies',
+  'GET /api/v1/marketplace/{company_role_id}/title/{title_id}/documents',
+])
+
+const EVERY_DEMO_ID = Object.values(DEMO).flatMap((ids) => Object.values(ids))
+
+/**
+ * A declared route nobody tuned arbitraries for, from its schema: each path parameter its
+ * examples (or any demo id) beside hostile ones, the body its examples beside hostile fields.
+ */
+function declaredShape(route: DeclaredRoute): RouteShape {
+  const example = exampleParams(route)
+  const segments = Object.fromEntries(
+    Object.entries(example)
+      .filter(([name]) => name !== 'company_role_id')
+      .map(([name, value]) => [name, /^[0-9a-f-]{36}$/.test(value) ? uuidSegment([value, ...EVERY_DEMO_ID]) : choiceSegment([value])]),
+  )
+  const body = exampleBody(route)
+  return {
+    label: routeName(route),
+    method: route.method as RouteShape['method'],
+    template: operationOf(route).slice(route.method.length + 1),
+    segments,
+    ...(body === undefined
+      ? {}
+      : {
+          body: fc.oneof(
+            fc.constant(JSON.stringify(body)),
+            objectBody(Object.fromEntries(Object.keys(body as object).map((name) => [name, field(fc.constant((body as Record<string, unknown>)[name]))]))),
+          ),
+        }),
+  }
+}
+
+/**
+ * The company-role routes 5–8 and 11, and every other route the app declares (its registry, so a
+ * new route is fuzzed without editing this file), with their labels.
+ */
+export function companyRequestsOf(routes: readonly DeclaredRoute[]): { requests: fc.Arbitrary<FuzzRequest>; labels: string[] } {
+  const tuned = new Set(TUNED_COMPANY_SHAPES.map((shape) => `${shape.method} ${shape.template}`))
+  const declared = routes.filter((route) => !tuned.has(operationOf(route)) && !TUNED_ELSEWHERE.has(operationOf(route)))
+  const generated = declared.map((route) =>
+    route.tenancy.kind === 'company' ? companyRoleRequests(declaredShape(route)) : requestsFor(declaredShape(route), bearerAuth, everyUser),
+  )
+  return {
+    requests: fc.oneof(...TUNED_COMPANY_SHAPES.map(companyRoleRequests), ...generated),
+    labels: [...TUNED_COMPANY_SHAPES.map((shape) => shape.label), ...declared.map(routeName)],
+  }
+}
 
 export const otherRequests = fc.oneof(
   companyRoleRequests({

@@ -1,7 +1,7 @@
-import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely'
+import type { ColumnType, Generated, Kysely, Selectable, Transaction } from 'kysely'
 import type {
-  EnvelopeStatus, KycReviewStatus, KycType, Permission, RoleKind, SignerStatus, SolicitationStatus, TaxIdType, TitleDocumentKind,
-} from '../vocabulary.js'
+  EnvelopeStatus, KycReviewStatus, KycType, MigrationState, Permission, RoleKind, SignerStatus, SolicitationStatus, TaxIdType, TitleDocumentKind,
+} from '../src/vocabulary.js'
 
 /** A timestamptz column: read as a Date, written as a Date or an SQL expression. */
 type Timestamp = ColumnType<Date, Date | string, Date | string>
@@ -14,8 +14,6 @@ type DateOnly = string
 /** numeric columns are read as decimal strings, never as floats. */
 type Decimal = ColumnType<string, string | number, string | number>
 
-export type { EnvelopeStatus, KycType, Permission, RoleKind, SignerStatus } from '../vocabulary.js'
-
 export interface UsersTable {
   id: Generated<string>
   email: string
@@ -23,7 +21,7 @@ export interface UsersTable {
   password_hash: string
   is_active: Generated<boolean>
   legacy_id: number | null
-  migration_state: 'pending' | 'confirmed' | null
+  migration_state: MigrationState | null
   last_login: NullableTimestamp
   password_changed_at: NullableTimestamp
   created_at: CreatedAt
@@ -254,4 +252,3 @@ export interface Database {
 export type Db = Kysely<Database> | Transaction<Database>
 
 export type User = Selectable<UsersTable>
-export type NewUser = Insertable<UsersTable>
