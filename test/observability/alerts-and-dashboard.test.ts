@@ -140,7 +140,8 @@ function dashboardExpressions(dashboard: { panels: Panel[]; templating: { list: 
 const processes = useServerProcesses()
 
 /** Debian's prometheus package (.ci/run installs it) ships promtool. */
-const promtool = spawnSync('promtool', ['--version']).status === 0
+const PROMTOOL = 'promtool'
+const promtool = spawnSync(PROMTOOL, ['--version']).status === 0
 if (!promtool) console.warn('skipping the dashboard\'s PromQL syntax check: no `promtool` on PATH (apt-get install -y prometheus)')
 
 async function post(baseUrl: string, path: string, body: unknown): Promise<Response> {
@@ -225,7 +226,7 @@ describe.skipIf(!promtool)('the dashboard\'s PromQL (issue 29)', () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'receivables-dashboard-'))
     try {
       await writeFile(path.join(dir, 'dashboard.rules.yml'), `${rules.join('\n')}\n`)
-      const check = spawnSync('promtool', ['check', 'rules', path.join(dir, 'dashboard.rules.yml')], { encoding: 'utf8' })
+      const check = spawnSync(PROMTOOL, ['check', 'rules', path.join(dir, 'dashboard.rules.yml')], { encoding: 'utf8' })
       expect(`${check.stdout}${check.stderr}`).toContain(`SUCCESS: ${exprs.length} rules found`)
       expect(check.status).toBe(0)
     } finally {
