@@ -70,6 +70,13 @@ export class ServiceMetrics {
     labelNames: ['decision'] as const,
     registers: [this.registry],
   })
+  /** The alert on database 503s needs them apart from the other 5xx (deploy/prometheus/alerts.yml). */
+  readonly unavailableResponses = new Counter({
+    name: 'service_unavailable_responses_total',
+    help: 'Requests answered 503 by cause: database (unreachable, stalled or misconfigured), handler_timeout, hash_queue_full.',
+    labelNames: ['cause'] as const,
+    registers: [this.registry],
+  })
   private readonly hashRejections = new Counter({
     name: 'password_hash_rejections_total',
     help: 'Password hashes refused at once (503) because the hashing queue was full.',
@@ -88,10 +95,15 @@ export class ServiceMetrics {
     registers: [this.registry],
   })
 
+  /**
+   * Every outcome's series at 0 from the start (prom-client's `labels()` alone exports nothing until
+   * an increment): rate() misses a series' first increment, and an alert's selector finds nothing.
+   */
   constructor() {
-    for (const outcome of ['applied', 'duplicate', 'unmatched', 'ignored', 'rejected'] as const) this.webhookDeliveries.labels(outcome)
-    for (const outcome of ['rotated', 'replay_revoked', 'rejected'] as const) this.refreshOutcomes.labels(outcome)
-    for (const decision of ['allowed', 'throttled'] as const) this.loginThrottle.labels(decision)
+    for (const outcome of ['applied', 'duplicate', 'unmatched', 'ignored', 'rejected'] as const) this.webhookDeliveries.labels(outcome).inc(0)
+    for (const outcome of ['rotated', 'replay_revoked', 'rejected'] as const) this.refreshOutcomes.labels(outcome).inc(0)
+    for (const decision of ['allowed', 'throttled'] as const) this.loginThrottle.labels(decision).inc(0)
+    for (const cause of ['database', 'handler_timeout', 'hash_queue_full'] as const) this.unavailableResponses.labels(cause).inc(0)
   }
 
   /** Records one answered request; `route` is the route's pattern, undefined when no route matched. */
@@ -107,6 +119,9 @@ export class ServiceMetrics {
         const child = this.requestDuration.labels(methodLabel, routeLabel, statusClass)
         return (seconds: number) => child.observe(seconds)
       })
+      // The 5xx series exists from the route's first request: the alerts' error ratio (and rate()
+      // of its first 5xx) needs it there before the first error.
+      this.requestDuration.zero({ method: methodLabel, route: routeLabel, status_class: '5xx' })
       this.observers.set(key, byClass)
     }
     const index = Math.floor(statusCode / 100) - 1

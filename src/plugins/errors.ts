@@ -90,6 +90,7 @@ function handleError(this: FastifyInstance, error: FastifyError, request: Fastif
   }
   if (isDatabaseUnavailable(error)) {
     request.log.warn({ err: error }, 'database unavailable')
+    this.metrics.unavailableResponses.labels('database').inc()
     reply.header('retry-after', '5')
     return sendProblem(reply, 503, 'service_unavailable', 'The service is temporarily unavailable; try again shortly.')
   }
@@ -100,12 +101,14 @@ function handleError(this: FastifyInstance, error: FastifyError, request: Fastif
   }
   if (error.code === 'FST_ERR_HANDLER_TIMEOUT') {
     request.log.warn({ err: error }, 'request took longer than HANDLER_TIMEOUT')
+    this.metrics.unavailableResponses.labels('handler_timeout').inc()
     reply.header('retry-after', '5')
     return sendProblem(reply, 503, 'service_unavailable', 'The service is temporarily unavailable; try again shortly.')
   }
   if (error instanceof ConcurrencyLimitFull) {
     // Password hashing is at its bound (src/auth/passwords.ts): refused at once rather than queued.
     request.log.warn('password hashing queue full')
+    this.metrics.unavailableResponses.labels('hash_queue_full').inc()
     reply.header('retry-after', '1')
     return sendProblem(reply, 503, 'service_unavailable', 'Too many requests are being processed; try again shortly.')
   }
@@ -125,5 +128,5 @@ export default fp(
     app.setErrorHandler(handleError)
     app.setNotFoundHandler((request, reply) => sendProblem(reply, 404, 'not_found', 'Not found.'))
   },
-  { name: 'errors' },
+  { name: 'errors', dependencies: ['metrics'] },
 )

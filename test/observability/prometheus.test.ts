@@ -29,6 +29,10 @@ async function startPrometheus(metricsPort: number): Promise<PrometheusRun> {
     'global:',
     '  scrape_interval: 1s',
     '  scrape_timeout: 1s',
+    '  evaluation_interval: 1s',
+    // The rules compose.yaml's Prometheus evaluates, on this scrape (issue 29).
+    'rule_files:',
+    `  - ${path.resolve('deploy/prometheus/alerts.yml')}`,
     'scrape_configs:',
     '  - job_name: receivables-api',
     '    static_configs:',
@@ -68,7 +72,7 @@ async function until<T>(what: string, prometheus: PrometheusRun, check: () => Pr
   }
 }
 
-describe.skipIf(!available)('a real Prometheus scraping the service (issue 19)', () => {
+describe.skipIf(!available)('a real Prometheus scraping the service and evaluating the alert rules (issues 19, 29)', () => {
   let prometheus: PrometheusRun | undefined
   afterEach(async () => {
     if (prometheus) {
@@ -110,6 +114,17 @@ describe.skipIf(!available)('a real Prometheus scraping the service (issue 19)',
     })
     expect(series.metric).toMatchObject({ job: 'receivables-api', route: ROUTE_9, status_class: '2xx' })
     expect(Number(series.value[1])).toBeGreaterThanOrEqual(1)
+
+    // The alert rules load and evaluate: route 9's error ratio is recorded, not absent (its 5xx
+    // series exists from its first request; NaN while no request came between two scrapes), and
+    // no rule fails.
+    const errors = encodeURIComponent(`route:slo_errors:ratio_rate5m{route="${ROUTE_9}",method="GET"}`)
+    const ratio = await until('the recorded error ratio', running, async () => (await query<Vector>(running, `/api/v1/query?query=${errors}`))?.result[0])
+    expect(['0', 'NaN']).toContain(ratio.value[1])
+    type Rules = { groups: { rules: { name: string; health: string; lastError?: string }[] }[] }
+    const rules = (await query<Rules>(running, '/api/v1/rules'))?.groups.flatMap((group) => group.rules) ?? []
+    expect(rules.length).toBeGreaterThanOrEqual(20)
+    expect(rules.filter((rule) => rule.health === 'err')).toEqual([])
 
     // The process and event-loop collectors are scraped too.
     const lag = await until('event-loop lag', running, async () => (await query<Vector>(running, '/api/v1/query?query=nodejs_eventloop_lag_seconds'))?.result[0])
