@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import { describe, expect, it } from 'vitest'
@@ -22,8 +23,8 @@ interface Operation {
   responses: Record<string, { description: string; headers?: Record<string, unknown>; content?: Record<string, Media> }>
 }
 interface Document {
-  info: { description: string }
-  servers?: { url: string }[]
+  info: { description: string; version: string }
+  servers?: { url: string; variables?: Record<string, { default: string }> }[]
   components: { securitySchemes: Record<string, { description?: string }> }
   paths: Record<string, Record<string, Operation>>
 }
@@ -121,6 +122,26 @@ describe('the published OpenAPI document', () => {
         }
       }
     }
+  })
+
+  it('carries the version of package.json, the one the changelog names', async () => {
+    const { version } = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+    expect((await published()).info.version).toBe(version)
+    expect(await readFile(new URL('../../CHANGELOG.md', import.meta.url), 'utf8')).toContain(`## [${version}]`)
+  })
+
+  it('lists absolute servers, the host serving it first, so that a generated client in Node can call it', async () => {
+    const response = await ctx.app.inject({ method: 'GET', url: '/docs/json', headers: { host: 'api.partner.test:8443' } })
+    const servers = response.json<Document>().servers ?? []
+    expect(servers[0]?.url).toBe('http://api.partner.test:8443')
+    expect(servers.map((server) => server.url)).toEqual(['http://api.partner.test:8443', 'http://localhost:3000', 'https://{host}'])
+    expect(servers[2]?.variables?.host?.default).toBeTruthy()
+    // The document without a request (npm run openapi, dist/openapi.json) starts with an absolute server too.
+    const offline = ctx.app.swagger() as unknown as Document
+    expect(offline.servers?.map((server) => server.url)).toEqual(['http://localhost:3000', 'https://{host}', '/'])
+    // A Host header that is not a plain host name is not echoed.
+    const odd = await ctx.app.inject({ method: 'GET', url: '/docs/json', headers: { host: 'evil.test/"><script>' } })
+    expect(odd.json<Document>().servers?.[0]?.url).toBe('http://localhost:3000')
   })
 
   it('tells a partner how to start: base URL, tokens, refresh, errors, idempotency, webhook', async () => {
