@@ -30,7 +30,7 @@ async function main(): Promise<void> {
     throw error
   }
   const tracing = await startTracing()
-  // A new embedded database gets the demo data (CONTRACT.md §5); DATABASE_URL never does.
+  // A new embedded database gets the demo data (docs/api.md §5); DATABASE_URL never does.
   const app = await buildApp(config, { seedNewEmbedded: seedDemoUnlessPresent })
   // SIGTERM: readiness 503 and Connection: close at once, serve on for DRAIN_DELAY (the gateway and
   // the orchestrator stop sending), then stop accepting, finish requests in flight, close the pool

@@ -386,7 +386,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -402,7 +408,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -443,7 +455,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -459,7 +477,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -505,7 +529,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -521,7 +551,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -573,7 +609,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -589,7 +631,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "no_active_account";
+                    };
                 };
             };
             /**
@@ -603,7 +651,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "payload_too_large";
+                    };
                 };
             };
             /**
@@ -617,7 +671,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -633,7 +693,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "throttled";
+                    };
                 };
             };
             /**
@@ -647,7 +713,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -663,7 +735,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -750,7 +828,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -766,7 +850,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "no_active_account";
+                    };
                 };
             };
             /**
@@ -780,7 +870,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "payload_too_large";
+                    };
                 };
             };
             /**
@@ -794,7 +890,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -810,7 +912,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "throttled";
+                    };
                 };
             };
             /**
@@ -824,7 +932,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -840,7 +954,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -890,7 +1010,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -906,7 +1032,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "token_not_valid";
+                    };
                 };
             };
             /**
@@ -920,7 +1052,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "payload_too_large";
+                    };
                 };
             };
             /**
@@ -934,7 +1072,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -948,7 +1092,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -964,7 +1114,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -1024,7 +1180,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_authenticated" | "token_not_valid";
+                    };
                 };
             };
             /**
@@ -1038,7 +1200,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -1054,7 +1222,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -1161,7 +1335,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid";
+                    };
                 };
             };
             /**
@@ -1178,7 +1358,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_authenticated" | "token_not_valid";
+                    };
                 };
             };
             /**
@@ -1193,7 +1379,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "permission_denied" | "wrong_role";
+                    };
                 };
             };
             /**
@@ -1207,7 +1399,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found";
+                    };
                 };
             };
             /**
@@ -1221,7 +1419,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -1237,7 +1441,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -1335,7 +1545,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -1352,7 +1568,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_authenticated" | "token_not_valid";
+                    };
                 };
             };
             /**
@@ -1367,7 +1589,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "permission_denied" | "wrong_role";
+                    };
                 };
             };
             /**
@@ -1382,7 +1610,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found" | "unsupported_version";
+                    };
                 };
             };
             /**
@@ -1397,7 +1631,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "solicitation_already_open" | "nothing_to_request";
+                    };
                 };
             };
             /**
@@ -1411,7 +1651,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "payload_too_large";
+                    };
                 };
             };
             /**
@@ -1425,7 +1671,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -1439,7 +1691,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -1455,7 +1713,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -1518,7 +1782,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid";
+                    };
                 };
             };
             /**
@@ -1535,7 +1805,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_authenticated" | "token_not_valid";
+                    };
                 };
             };
             /**
@@ -1549,7 +1825,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "permission_denied";
+                    };
                 };
             };
             /**
@@ -1563,7 +1845,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found";
+                    };
                 };
             };
             /**
@@ -1577,7 +1865,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -1593,7 +1887,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -1638,7 +1938,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid";
+                    };
                 };
             };
             /**
@@ -1655,7 +1961,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_authenticated" | "token_not_valid";
+                    };
                 };
             };
             /**
@@ -1669,7 +1981,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "permission_denied";
+                    };
                 };
             };
             /**
@@ -1683,7 +2001,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found";
+                    };
                 };
             };
             /**
@@ -1698,7 +2022,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "bank_account_in_use" | "last_bank_account";
+                    };
                 };
             };
             /**
@@ -1712,7 +2042,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -1728,7 +2064,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -1821,7 +2163,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -1838,7 +2186,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_authenticated" | "token_not_valid";
+                    };
                 };
             };
             /**
@@ -1853,7 +2207,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "permission_denied" | "wrong_role";
+                    };
                 };
             };
             /**
@@ -1867,7 +2227,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found";
+                    };
                 };
             };
             /**
@@ -1882,7 +2248,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "tax_id_immutable" | "duplicate_customer";
+                    };
                 };
             };
             /**
@@ -1896,7 +2268,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "payload_too_large";
+                    };
                 };
             };
             /**
@@ -1910,7 +2288,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -1924,7 +2308,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -1940,7 +2330,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -2034,7 +2430,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid";
+                    };
                 };
             };
             /**
@@ -2051,7 +2453,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_authenticated" | "token_not_valid";
+                    };
                 };
             };
             /**
@@ -2065,7 +2473,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "permission_denied";
+                    };
                 };
             };
             /**
@@ -2079,7 +2493,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found";
+                    };
                 };
             };
             /**
@@ -2093,7 +2513,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -2109,7 +2535,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -2185,7 +2617,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -2201,7 +2639,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid_signature";
+                    };
                 };
             };
             /**
@@ -2215,7 +2659,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found";
+                    };
                 };
             };
             /**
@@ -2229,7 +2679,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "payload_too_large";
+                    };
                 };
             };
             /**
@@ -2243,7 +2699,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -2257,7 +2719,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -2273,7 +2741,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -2352,7 +2826,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid_link" | "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -2366,7 +2846,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "payload_too_large";
+                    };
                 };
             };
             /**
@@ -2380,7 +2866,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -2394,7 +2886,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -2410,7 +2908,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
