@@ -1,3 +1,4 @@
+import '../require-node.js'
 import { isDemoSeeded, seedDemoData } from '../../db/seed/demo.js'
 import { loadDatabaseSettings } from '../config.js'
 import { migrateToLatest } from '../db/database.js'

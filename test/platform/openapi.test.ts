@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import { describe, expect, it } from 'vitest'
+import { PROBLEM_CODES, type ProblemCode } from '../../schemas/problems.js'
 import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, perTestTokens, useTestApp } from '../helpers/app.js'
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020
@@ -64,9 +65,16 @@ describe('the published OpenAPI document', () => {
         if (Number(status) < 400) continue
         expect(Object.keys(response.content ?? {}), `${name} ${status}`).toEqual(['application/problem+json'])
         const media = response.content?.['application/problem+json']
-        expect(media?.schema).toEqual({ $ref: '#/components/schemas/Problem' })
         const codes = Object.values(media?.examples ?? {}).map((example) => (example.value as { code: string }).code)
         expect(codes.length, `${name} ${status}`).toBeGreaterThan(0)
+        // Problem, with `code` an enum of exactly the codes this status documents (a client switches on them).
+        expect(media?.schema, `${name} ${status}`).toEqual({
+          allOf: [
+            { $ref: '#/components/schemas/Problem' },
+            { type: 'object', required: ['code'], properties: { code: expect.objectContaining({ type: 'string', enum: [...new Set(codes)] }) } },
+          ],
+        })
+        for (const code of codes) expect(PROBLEM_CODES[code as ProblemCode], `${name} ${status} ${code}`).toBe(Number(status))
         for (const code of codes) expect(response.description, `${name} ${status}`).toContain(`\`${code}\``)
         if (status === '401') expect(response.headers).toHaveProperty(['WWW-Authenticate', 'required'], true)
         if (status === '429' || status === '503') expect(response.headers).toHaveProperty(['Retry-After', 'required'], true)
