@@ -14,5 +14,14 @@ export default defineConfig({
     // takes many seconds on a loaded 2-core CI machine; a hang still fails, only later.
     testTimeout: 120_000,
     hookTimeout: 120_000,
+    // `npm run test:coverage` (or COVERAGE=true, as CI's embedded-database run): V8's own counters,
+    // of the code this process runs (not of the service processes some tests start).
+    coverage: {
+      enabled: process.env.COVERAGE === 'true',
+      provider: 'v8',
+      include: ['src/**', 'schemas/**', 'db/**'],
+      reporter: ['text-summary', 'html'],
+      reportsDirectory: 'coverage',
+    },
   },
 })

@@ -1,3 +1,5 @@
+import packageJson from '../package.json' with { type: 'json' }
+
 /**
  * The document-level parts of the OpenAPI document (src/plugins/docs.ts): what a partner reads
  * first in `/docs`, the security scheme and the tags. Operations come from the route schemas.
@@ -6,9 +8,9 @@
 const GETTING_STARTED = `
 ## Getting started
 
-**Base URL.** Every path below is relative to the address the gateway publishes for this API (the
-server of this document is the host serving it; a local demo runs at \`http://localhost:3000\` with
-\`npm start\`). Every route also answers with a trailing slash. Bodies are JSON
+**Base URL.** Every path below is relative to the address the gateway publishes for this API: the
+servers of this document are the host serving it, a local demo (\`http://localhost:3000\`, \`npm
+start\`) and the gateway (\`https://{host}\`). Every route also answers with a trailing slash. Bodies are JSON
 (\`Content-Type: application/json\`), at most 16 KiB (1 MiB on the webhook); unknown body properties
 are ignored.
 
@@ -77,14 +79,24 @@ for unknown envelopes are stored and answered \`201\` too, so retries stop.
 
 export const documentInfo = {
   title: 'Receivables-advance platform API',
-  version: '1.0.0',
+  // One version everywhere: package.json's, which the changelog and docs/versioning.md follow.
+  version: packageJson.version,
   summary: 'Auth, company data, marketplace, registration and the e-signature webhook',
   description: GETTING_STARTED,
   contact: { name: 'Platform API support', email: 'api-support@platform.example' },
   license: { name: 'Proprietary: use under the partner agreement', identifier: 'LicenseRef-Proprietary' },
 }
 
+/** Absolute servers first: a generated client (openapi-typescript, hey-api) in Node needs a full URL. */
+export const LOCAL_SERVER = 'http://localhost:3000'
+export const GATEWAY_SERVER = 'https://{host}'
 export const documentServers = [
+  { url: LOCAL_SERVER, description: 'A local demo: `npm start`' },
+  {
+    url: GATEWAY_SERVER,
+    description: 'The gateway publishing this API',
+    variables: { host: { default: 'api.platform.example', description: 'The gateway\'s host name' } },
+  },
   { url: '/', description: 'The host serving this document (in production: the gateway\'s public address)' },
 ]
 

@@ -1,7 +1,7 @@
 import { DEMO } from '../db/seed/ids.js'
 
 /**
- * Example values for the OpenAPI document, taken from the demo data (CONTRACT.md §6, db/seed): the
+ * Example values for the OpenAPI document, taken from the demo data (docs/demo-data.md, db/seed): the
  * ids, names and tax ids a partner finds in a fresh embedded database, answers as the service gives
  * them (the conformance test checks every example against its schema). Tokens are real demo tokens
  * of alice@acme.example, long expired.

@@ -1,5 +1,7 @@
 import { STATUS_CODES } from 'node:http'
 import { CloneType, Type, type Static, type TSchema } from '@sinclair/typebox'
+import { StringEnum } from './common.js'
+import type { PROBLEM_CODES, ProblemCode } from './problems.js'
 
 /**
  * Builders for the `response` map of a route schema. Fastify serializes each answer with the
@@ -32,7 +34,7 @@ const REQUEST_ID: Record<string, HeaderSpec> = {
   },
 }
 
-/** Extra headers an error status always carries (CONTRACT.md §1, §2). */
+/** Extra headers an error status always carries (docs/api.md §1, §2). */
 const STATUS_HEADERS: Partial<Record<number, Record<string, HeaderSpec>>> = {
   401: { 'WWW-Authenticate': { [HEADER_REQUIRED]: true, type: 'string', description: 'Always `Bearer realm="api"`' } },
   429: { 'Retry-After': { [HEADER_REQUIRED]: true, type: 'integer', description: 'Seconds until a new attempt may succeed' } },
@@ -91,12 +93,10 @@ export function withExample<T extends TSchema>(schema: T, example: Static<T>): T
 
 // ------------------------------------------------------------------------------ problem cases
 
-export type ErrorStatus = 400 | 401 | 403 | 404 | 408 | 409 | 413 | 415 | 422 | 429 | 500 | 503
-
-/** One error a route can answer: its status, stable code, the detail sentence sent, and when. */
-export interface ProblemCase {
-  readonly status: ErrorStatus
-  readonly code: string
+/** One error a route can answer: its stable code with that code's status, the detail sentence sent, and when. */
+type CaseOf<C extends ProblemCode> = {
+  readonly status: (typeof PROBLEM_CODES)[C]
+  readonly code: C
   readonly detail: string
   /** Markdown; when the route answers this (shown in the response description). */
   readonly when: string
@@ -105,6 +105,8 @@ export interface ProblemCase {
   /** Headers this case sends beyond its status's (`Retry-After` on a 409 that may be retried). */
   readonly headers?: Record<string, HeaderSpec>
 }
+export type ProblemCase = { [C in ProblemCode]: CaseOf<C> }[ProblemCode]
+export type ErrorStatus = ProblemCase['status']
 
 /** The same case, described (and exemplified) for one route. */
 export function when(problemCase: ProblemCase, text: string, extra?: Record<string, unknown>): ProblemCase {
@@ -186,6 +188,16 @@ function headerObjects(status: number) {
   return { ...REQUEST_ID, ...STATUS_HEADERS[status] }
 }
 
+/**
+ * The Problem schema with `code` narrowed to the codes this status of this route lists: a generated
+ * client switches on them exhaustively, and every answer the tests receive is validated against it.
+ */
+function problemSchema(codes: readonly ProblemCode[]) {
+  const narrowed = Type.Object({ code: StringEnum([...new Set(codes)], { description: 'The codes this route answers with this status' }) })
+  // Typed unknown, as the plain reference was: handlers throw problems, they never return them.
+  return Type.Unsafe<unknown>({ allOf: [Type.Ref('Problem'), narrowed] })
+}
+
 /** One error response: the Problem schema, a line per code, an example per code. */
 function problemResponse(status: ErrorStatus, cases: readonly ProblemCase[]) {
   const lines = cases.map((problemCase) => `- \`${problemCase.code}\`: ${problemCase.when}`)
@@ -197,7 +209,7 @@ function problemResponse(status: ErrorStatus, cases: readonly ProblemCase[]) {
   return {
     description: `${STATUS_CODES[status] ?? 'Error'}:\n${lines.join('\n')}`,
     headers: Object.assign(headerObjects(status), ...cases.map((problemCase) => problemCase.headers ?? {})) as Record<string, HeaderSpec>,
-    content: { [PROBLEM_MEDIA]: { schema: Type.Ref('Problem'), examples } },
+    content: { [PROBLEM_MEDIA]: { schema: problemSchema(cases.map((problemCase) => problemCase.code)), examples } },
   }
 }
 

@@ -135,7 +135,7 @@ export function redactUrl(url: string, secrets: readonly string[] = []): string 
   return queryAt === -1 ? path : `${path}?${maskQuery(valuesMasked.slice(queryAt + 1))}`
 }
 
-/** Property names whose values are credentials or secrets, in any case: never logged (CONTRACT.md §5). */
+/** Property names whose values are credentials or secrets, in any case: never logged (docs/api.md §5). */
 const SECRET_KEYS = new Set(['password', 'refresh', 'access', 'token', 'authorization', 'cookie', 'set-cookie', 'content-hmac'])
 
 /** Logged only through the serializers below (req) and Fastify's (res: the status code), which pick fields holding no secret. */
@@ -182,7 +182,7 @@ export function maskSecrets(fields: Record<string, unknown>): Record<string, unk
   return masked
 }
 
-/** pino JSON logs with credentials and secrets (`secrets`: the configured ones, masked by value in URLs) removed (CONTRACT.md §5). */
+/** pino JSON logs with credentials and secrets (`secrets`: the configured ones, masked by value in URLs) removed (docs/api.md §5). */
 export function loggerOptions(
   level: string,
   destination?: LogDestination,

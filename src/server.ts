@@ -1,7 +1,9 @@
+import './require-node.js'
 import closeWithGrace from 'close-with-grace'
 import { DEMO_PASSWORD, seedDemoUnlessPresent } from '../db/seed/demo.js'
 import { buildApp } from './app.js'
-import { ConfigError, loadConfig } from './config.js'
+import { ConfigError, loadConfig, type Config } from './config.js'
+import { DataDirInUse } from './db/data-dir-lock.js'
 import { lowerHelperThreadPriority } from './lib/thread-priority.js'
 import { listenAndAnnounce } from './observability/start-line.js'
 import { startMetricsServer } from './plugins/metrics.js'
@@ -17,6 +19,16 @@ async function startTracing(): Promise<{ shutdownTracing(): Promise<void> } | un
   return (await import(specifier)) as { shutdownTracing(): Promise<void> }
 }
 
+/** The one line for a port another process holds (this service's or the metrics'), naming the fix. */
+function portInUse(error: unknown, config: Config): string | undefined {
+  if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') return undefined
+  const port = (error as { port?: number }).port ?? config.port
+  if (port === config.metricsPort && port !== config.port) {
+    return `metrics port ${port} is in use by another process: stop it, or set METRICS_PORT to another port (0: no metrics)`
+  }
+  return `port ${port} is in use by another process (another \`npm start\`?): stop it, or start on another port: PORT=${port + 1} npm start`
+}
+
 /** Entry point: validate the environment, build the app, listen, and shut down gracefully. */
 async function main(): Promise<void> {
   let config
@@ -30,8 +42,12 @@ async function main(): Promise<void> {
     throw error
   }
   const tracing = await startTracing()
-  // A new embedded database gets the demo data (CONTRACT.md §5); DATABASE_URL never does.
-  const app = await buildApp(config, { seedNewEmbedded: seedDemoUnlessPresent })
+  // A new embedded database gets the demo data (docs/api.md §5); DATABASE_URL never does.
+  const app = await buildApp(config, { seedNewEmbedded: seedDemoUnlessPresent }).catch((error: unknown) => {
+    if (!(error instanceof DataDirInUse)) throw error
+    process.stderr.write(`${error.message}\n`)
+    process.exit(1)
+  })
   // SIGTERM: readiness 503 and Connection: close at once, serve on for DRAIN_DELAY (the gateway and
   // the orchestrator stop sending), then stop accepting, finish requests in flight, close the pool
   // and exit 0; all within SHUTDOWN_TIMEOUT, else exit 1. SIGINT (a terminal) skips the delay.
@@ -46,9 +62,16 @@ async function main(): Promise<void> {
     await app.close()
     await tracing?.shutdownTracing()
   })
-  // The embedded database is the demo: its login is printed with the URL.
-  await listenAndAnnounce(app, config, config.databaseUrl === undefined ? { email: 'alice@acme.example', password: DEMO_PASSWORD } : undefined)
-  if (config.metricsPort !== undefined) await startMetricsServer(app, config.metricsPort, config.metricsHost)
+  try {
+    // The embedded database is the demo: its login is printed with the URL.
+    await listenAndAnnounce(app, config, config.databaseUrl === undefined ? { email: 'alice@acme.example', password: DEMO_PASSWORD } : undefined)
+    if (config.metricsPort !== undefined) await startMetricsServer(app, config.metricsPort, config.metricsHost)
+  } catch (error) {
+    const busy = portInUse(error, config)
+    if (!busy) throw error
+    process.stderr.write(`${busy}\n`)
+    process.exit(1)
+  }
   // Password hashing runs on these threads; the event loop must keep the CPU it needs (issue 6).
   const lowered = await lowerHelperThreadPriority(config.helperThreadNiceness)
   app.log.debug({ threads: lowered, niceness: config.helperThreadNiceness }, 'helper threads lowered in priority')

@@ -4,7 +4,7 @@
  * arrays. This module imports nothing, so schemas/ and db/ may import it (see .dependency-cruiser.cjs).
  */
 
-/** A company role's kind (CONTRACT.md §3). */
+/** A company role's kind (docs/api.md §3). */
 export const ROLE_KINDS = ['seller', 'buyer'] as const
 export type RoleKind = (typeof ROLE_KINDS)[number]
 

@@ -29,7 +29,7 @@ export async function seedDemoUnlessPresent(db: Kysely<Database>): Promise<void>
   if (!(await isDemoSeeded(db))) await seedDemoData(db)
 }
 
-/** Loads the demo data of CONTRACT.md §6 in one transaction. Dates are relative to `now`. */
+/** Loads the demo data of docs/demo-data.md in one transaction. Dates are relative to `now`. */
 export async function seedDemoData(db: Kysely<Database>, now: Date = new Date()): Promise<void> {
   const passwordHash = DEMO_PASSWORD_HASH
   await db.transaction().execute(async (trx) => {

@@ -1,4 +1,4 @@
-/** Fixed identifiers of the demo data (CONTRACT.md §6), so that examples, tests and docs can name them. */
+/** Fixed identifiers of the demo data (docs/demo-data.md), so that examples, tests and docs can name them. */
 const id = (prefix: string, n: number): string => `${prefix}-0000-4000-8000-${String(n).padStart(12, '0')}`
 
 export const DEMO = {

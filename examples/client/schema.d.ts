@@ -390,7 +390,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -406,7 +412,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -447,7 +459,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -463,7 +481,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -509,7 +533,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -525,7 +555,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -577,7 +613,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -593,7 +635,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "no_active_account";
+                    };
                 };
             };
             /**
@@ -621,7 +669,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "payload_too_large";
+                    };
                 };
             };
             /**
@@ -635,7 +689,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -651,7 +711,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "throttled";
+                    };
                 };
             };
             /**
@@ -665,7 +731,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -681,7 +753,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -768,7 +846,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -784,7 +868,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "no_active_account";
+                    };
                 };
             };
             /**
@@ -812,7 +902,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "payload_too_large";
+                    };
                 };
             };
             /**
@@ -826,7 +922,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -842,7 +944,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "throttled";
+                    };
                 };
             };
             /**
@@ -856,7 +964,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -872,7 +986,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -922,7 +1042,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -938,7 +1064,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "token_not_valid";
+                    };
                 };
             };
             /**
@@ -966,7 +1098,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "payload_too_large";
+                    };
                 };
             };
             /**
@@ -980,7 +1118,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -994,7 +1138,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -1010,7 +1160,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -1070,7 +1226,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_authenticated" | "token_not_valid";
+                    };
                 };
             };
             /**
@@ -1084,7 +1246,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -1100,7 +1268,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -1207,7 +1381,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid";
+                    };
                 };
             };
             /**
@@ -1224,7 +1404,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_authenticated" | "token_not_valid";
+                    };
                 };
             };
             /**
@@ -1239,7 +1425,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "permission_denied" | "wrong_role";
+                    };
                 };
             };
             /**
@@ -1253,7 +1445,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found";
+                    };
                 };
             };
             /**
@@ -1267,7 +1465,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -1283,7 +1487,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -1389,7 +1599,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -1406,7 +1622,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_authenticated" | "token_not_valid";
+                    };
                 };
             };
             /**
@@ -1421,7 +1643,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "permission_denied" | "wrong_role";
+                    };
                 };
             };
             /**
@@ -1450,7 +1678,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found" | "unsupported_version";
+                    };
                 };
             };
             /**
@@ -1468,7 +1702,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "solicitation_already_open" | "nothing_to_request";
+                    };
                 };
             };
             /**
@@ -1482,7 +1722,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "payload_too_large";
+                    };
                 };
             };
             /**
@@ -1510,7 +1756,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -1524,7 +1776,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -1540,7 +1798,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -1603,7 +1867,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid";
+                    };
                 };
             };
             /**
@@ -1620,7 +1890,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_authenticated" | "token_not_valid";
+                    };
                 };
             };
             /**
@@ -1634,7 +1910,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "permission_denied";
+                    };
                 };
             };
             /**
@@ -1648,7 +1930,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found";
+                    };
                 };
             };
             /**
@@ -1662,7 +1950,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -1678,7 +1972,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -1723,7 +2023,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid";
+                    };
                 };
             };
             /**
@@ -1740,7 +2046,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_authenticated" | "token_not_valid";
+                    };
                 };
             };
             /**
@@ -1754,7 +2066,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "permission_denied";
+                    };
                 };
             };
             /**
@@ -1768,7 +2086,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found";
+                    };
                 };
             };
             /**
@@ -1783,7 +2107,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "bank_account_in_use" | "last_bank_account";
+                    };
                 };
             };
             /**
@@ -1797,7 +2127,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -1813,7 +2149,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -1914,7 +2256,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -1931,7 +2279,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_authenticated" | "token_not_valid";
+                    };
                 };
             };
             /**
@@ -1946,7 +2300,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "permission_denied" | "wrong_role";
+                    };
                 };
             };
             /**
@@ -1974,7 +2334,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found";
+                    };
                 };
             };
             /**
@@ -1992,7 +2358,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "tax_id_immutable" | "duplicate_customer";
+                    };
                 };
             };
             /**
@@ -2006,7 +2378,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "payload_too_large";
+                    };
                 };
             };
             /**
@@ -2034,7 +2412,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -2048,7 +2432,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -2064,7 +2454,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -2158,7 +2554,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid";
+                    };
                 };
             };
             /**
@@ -2175,7 +2577,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_authenticated" | "token_not_valid";
+                    };
                 };
             };
             /**
@@ -2189,7 +2597,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "permission_denied";
+                    };
                 };
             };
             /**
@@ -2203,7 +2617,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found";
+                    };
                 };
             };
             /**
@@ -2217,7 +2637,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -2233,7 +2659,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -2309,7 +2741,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -2325,7 +2763,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid_signature";
+                    };
                 };
             };
             /**
@@ -2353,7 +2797,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found";
+                    };
                 };
             };
             /**
@@ -2367,7 +2817,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "payload_too_large";
+                    };
                 };
             };
             /**
@@ -2381,7 +2837,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -2395,7 +2857,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -2411,7 +2879,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };
@@ -2528,7 +3002,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid_link" | "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -2542,7 +3022,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "payload_too_large";
+                    };
                 };
             };
             /**
@@ -2570,7 +3056,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -2584,7 +3076,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "server_error";
+                    };
                 };
             };
             /**
@@ -2600,7 +3098,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "service_unavailable";
+                    };
                 };
             };
         };

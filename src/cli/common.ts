@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import pg from 'pg'
 import { ConfigError, type DatabaseSettings } from '../config.js'
+import { DataDirInUse } from '../db/data-dir-lock.js'
 import { createEmbeddedDatabase, createPostgresDatabase, type DatabaseHandle } from '../db/database.js'
 
 /**
@@ -179,6 +180,7 @@ export async function openCommandDatabase(settings: DatabaseSettings, options: O
     try {
       return await createEmbeddedDatabase(settings.pgliteDir)
     } catch (error) {
+      if (error instanceof DataDirInUse) throw new CommandError(error.message)
       const code = codeOf(error)
       if (code === 'EACCES' || code === 'EROFS' || code === 'EPERM' || code === 'ENOTDIR' || code === 'EEXIST') {
         throw new CommandError(

@@ -1,3 +1,4 @@
+import '../require-node.js'
 import { seedDemoUnlessPresent } from '../../db/seed/demo.js'
 import { normaliseEmail } from '../auth/login.js'
 import { loadConfirmationLinkSettings } from '../config.js'

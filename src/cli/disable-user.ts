@@ -1,3 +1,4 @@
+import '../require-node.js'
 import { pino } from 'pino'
 import { disableUser } from '../auth/disable-user.js'
 import { normaliseEmail } from '../auth/login.js'

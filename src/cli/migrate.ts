@@ -1,3 +1,4 @@
+import '../require-node.js'
 import { loadDatabaseSettings } from '../config.js'
 import { migrateToLatest } from '../db/database.js'
 import { describeDatabaseWork, openCommandDatabase, parseFlags, runCommand } from './common.js'

@@ -1,3 +1,4 @@
+import '../require-node.js'
 import { loadDatabaseSettings, parseDuration } from '../config.js'
 import { runRetention, type RetentionOptions } from '../retention/retention.js'
 import { CommandError, describeDatabaseWork, openCommandDatabase, parseFlags, runCommand } from './common.js'

@@ -1,9 +1,10 @@
+import '../require-node.js'
 import { isDemoSeeded, seedDemoData } from '../../db/seed/demo.js'
 import { loadSeedSettings } from '../config.js'
 import { migrateToLatest } from '../db/database.js'
 import { describeDatabaseWork, openCommandDatabase, parseFlags, runCommand } from './common.js'
 
-/** `npm run seed`: migrates, then loads the demo data of CONTRACT.md §6 unless it is already there. */
+/** `npm run seed`: migrates, then loads the demo data of docs/demo-data.md unless it is already there. */
 parseFlags(process.argv.slice(2), [], 'npm run seed')
 
 await runCommand('seed', async () => {

@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises'
 import { Kysely, Migrator, PostgresDialect, sql, type KyselyConfig } from 'kysely'
 import pg from 'pg'
 import { migrationProvider, migrations } from '../../db/migrations/index.js'
+import { lockDataDir } from './data-dir-lock.js'
 import { ServicePool, type StartupSetting } from './pool.js'
 import type { Database } from '../../db/types.js'
 
@@ -146,6 +147,7 @@ export async function createEmbeddedDatabase(dataDir: string): Promise<DatabaseH
     const { existsSync } = await import('node:fs')
     created = !existsSync(`${dataDir}/PG_VERSION`)
     await mkdir(dataDir, { recursive: true })
+    lockDataDir(dataDir)
   }
   const pglite = await PGlite.create(inMemory ? undefined : dataDir, {
     parsers: { [DATE_OID]: keepDateText, [INT8_OID]: int8ToNumber },

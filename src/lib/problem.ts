@@ -1,8 +1,9 @@
 import { STATUS_CODES } from 'node:http'
 import { httpErrors, type HttpError } from '@fastify/sensible'
+import type { CodeOf, ProblemCode } from '../../schemas/problems.js'
 
 /** DRF's default codes, used when an error names none. */
-const DEFAULT_CODES: Record<number, string> = {
+const DEFAULT_CODES: Record<number, ProblemCode> = {
   400: 'invalid',
   401: 'not_authenticated',
   403: 'permission_denied',
@@ -34,9 +35,9 @@ export interface ProblemOptions {
 
 /**
  * An error that the error handler turns into problem details. Routes and rules throw these;
- * `code` is the stable machine word of CONTRACT.md.
+ * `code` is the stable machine word (docs/api.md), one of schemas/problems.ts for that status.
  */
-export function problem(status: number, code: string, detail: string, options: ProblemOptions = {}): HttpError {
+export function problem<S extends number>(status: S, code: CodeOf<S>, detail: string, options: ProblemOptions = {}): HttpError {
   return httpErrors.createError(status, detail, { code, extra: options.extra, headers: options.headers, isProblem: true })
 }
 

@@ -1,6 +1,6 @@
 import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { OPTIONAL_BODY, Problem } from '../../schemas/common.js'
 import { BEARER_SCHEME, documentInfo, documentServers, documentTags, securitySchemes } from '../../schemas/document.js'
@@ -40,6 +40,20 @@ function applyOptionalBodies(document: OpenApiDocument): OpenApiDocument {
   return document
 }
 
+/** A Host header that is a host name or address with an optional port, nothing else. */
+const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/
+
+/**
+ * `/docs/json` lists first, as an absolute URL, the host it was fetched from: the UI's "Try it out"
+ * calls it, and so does a client generated from the download (the relative `/` is then redundant).
+ */
+function servedFrom(document: Record<string, unknown>, request: FastifyRequest): Record<string, unknown> {
+  if (!PLAIN_HOST.test(request.host)) return document
+  const here = { url: `${request.protocol}://${request.host}`, description: 'The host serving this document' }
+  const others = documentServers.filter((server) => server.url !== '/' && server.url !== here.url)
+  return { ...document, servers: [here, ...others] }
+}
+
 /**
  * The OpenAPI 3 document made from the route schemas, served at `/docs/json` with a browsable UI
  * at `/docs`. Each route's security follows its `public` config, so the document cannot drift.
@@ -71,6 +85,7 @@ export default fp(
       })
       await docs.register(fastifySwaggerUi, {
         routePrefix: '/docs',
+        transformSpecification: servedFrom,
         // swagger-ui's own policy, with hashes of its inline scripts; the page may not be framed,
         // and it keeps the scheme it was served with (TLS ends at the gateway).
         staticCSP: true,

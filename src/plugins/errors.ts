@@ -121,7 +121,7 @@ function handleError(this: FastifyInstance, error: FastifyError, request: Fastif
   return sendProblem(reply, 500, 'server_error', 'A server error occurred.')
 }
 
-/** The error and not-found handlers of CONTRACT.md §1: problem details, never internals. */
+/** The error and not-found handlers of docs/api.md §1: problem details, never internals. */
 export default fp(
   async function errorsPlugin(app: FastifyInstance) {
     app.decorateRequest('problemCode', null)

@@ -84,7 +84,7 @@ export function perTestTokens(context: { app: FastifyInstance }): (email: string
   }
 }
 
-/** Asserts the problem-details shape of CONTRACT.md §1 and returns the body. */
+/** Asserts the problem-details shape of docs/api.md §1 and returns the body. */
 export function problemOf(response: LightMyRequestResponse, status: number, code: string): Record<string, unknown> {
   const body = response.json<Record<string, unknown>>()
   const shape = {

@@ -1,6 +1,8 @@
+import { readFile } from 'node:fs/promises'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import { describe, expect, it } from 'vitest'
+import { PROBLEM_CODES, type ProblemCode } from '../../schemas/problems.js'
 import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, perTestTokens, useTestApp } from '../helpers/app.js'
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020
@@ -22,8 +24,8 @@ interface Operation {
   responses: Record<string, { description: string; headers?: Record<string, unknown>; content?: Record<string, Media> }>
 }
 interface Document {
-  info: { description: string }
-  servers?: { url: string }[]
+  info: { description: string; version: string }
+  servers?: { url: string; variables?: Record<string, { default: string }> }[]
   components: { securitySchemes: Record<string, { description?: string }> }
   paths: Record<string, Record<string, Operation>>
 }
@@ -63,9 +65,16 @@ describe('the published OpenAPI document', () => {
         if (Number(status) < 400) continue
         expect(Object.keys(response.content ?? {}), `${name} ${status}`).toEqual(['application/problem+json'])
         const media = response.content?.['application/problem+json']
-        expect(media?.schema).toEqual({ $ref: '#/components/schemas/Problem' })
         const codes = Object.values(media?.examples ?? {}).map((example) => (example.value as { code: string }).code)
         expect(codes.length, `${name} ${status}`).toBeGreaterThan(0)
+        // Problem, with `code` an enum of exactly the codes this status documents (a client switches on them).
+        expect(media?.schema, `${name} ${status}`).toEqual({
+          allOf: [
+            { $ref: '#/components/schemas/Problem' },
+            { type: 'object', required: ['code'], properties: { code: expect.objectContaining({ type: 'string', enum: [...new Set(codes)] }) } },
+          ],
+        })
+        for (const code of codes) expect(PROBLEM_CODES[code as ProblemCode], `${name} ${status} ${code}`).toBe(Number(status))
         for (const code of codes) expect(response.description, `${name} ${status}`).toContain(`\`${code}\``)
         if (status === '401') expect(response.headers).toHaveProperty(['WWW-Authenticate', 'required'], true)
         if (status === '429' || status === '503') expect(response.headers).toHaveProperty(['Retry-After', 'required'], true)
@@ -121,6 +130,26 @@ describe('the published OpenAPI document', () => {
         }
       }
     }
+  })
+
+  it('carries the version of package.json, the one the changelog names', async () => {
+    const { version } = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+    expect((await published()).info.version).toBe(version)
+    expect(await readFile(new URL('../../CHANGELOG.md', import.meta.url), 'utf8')).toContain(`## [${version}]`)
+  })
+
+  it('lists absolute servers, the host serving it first, so that a generated client in Node can call it', async () => {
+    const response = await ctx.app.inject({ method: 'GET', url: '/docs/json', headers: { host: 'api.partner.test:8443' } })
+    const servers = response.json<Document>().servers ?? []
+    expect(servers[0]?.url).toBe('http://api.partner.test:8443')
+    expect(servers.map((server) => server.url)).toEqual(['http://api.partner.test:8443', 'http://localhost:3000', 'https://{host}'])
+    expect(servers[2]?.variables?.host?.default).toBeTruthy()
+    // The document without a request (npm run openapi, dist/openapi.json) starts with an absolute server too.
+    const offline = ctx.app.swagger() as unknown as Document
+    expect(offline.servers?.map((server) => server.url)).toEqual(['http://localhost:3000', 'https://{host}', '/'])
+    // A Host header that is not a plain host name is not echoed.
+    const odd = await ctx.app.inject({ method: 'GET', url: '/docs/json', headers: { host: 'evil.test/"><script>' } })
+    expect(odd.json<Document>().servers?.[0]?.url).toBe('http://localhost:3000')
   })
 
   it('tells a partner how to start: base URL, tokens, refresh, errors, idempotency, webhook', async () => {

@@ -3,7 +3,7 @@ import { DEMO_PASSWORD, useTestApp } from '../helpers/app.js'
 import { djangoHash, insertMigratedUser } from '../helpers/django-hashes.js'
 
 // Issue 15 item 3: a wrong password must take the same time whatever the stored hash, so that
-// nobody can list the migrated accounts that have not logged in yet (CONTRACT.md §2, route 1).
+// nobody can list the migrated accounts that have not logged in yet (docs/api.md §2, route 1).
 const password = 'the old password'
 const hashMakers: Record<string, () => Promise<string> | string> = {
   pbkdf2At260k: () => djangoHash.pbkdf2Sha256(password, 260_000),

@@ -34,7 +34,7 @@ function allowedSuccess(request: FuzzRequest, documented: Documented): Set<numbe
 
 const PROBLEM_TYPE = 'application/problem+json; charset=utf-8'
 
-/** Why a response breaks CONTRACT.md §1, or undefined when it keeps it. */
+/** Why a response breaks docs/api.md §1, or undefined when it keeps it. */
 export function contractViolation(
   request: FuzzRequest,
   response: LightMyRequestResponse,

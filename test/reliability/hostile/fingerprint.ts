@@ -4,7 +4,7 @@ import type { Database } from '../../../db/types.js'
 /**
  * Tables a rejected request may still change, and why that is right:
  * - company_role_presence: every authenticated request that passes the membership check marks its
- *   company role seen (CONTRACT.md §4 route 6), even when the route then answers 404 or 409 for
+ *   company role seen (docs/api.md §4 route 6), even when the route then answers 404 or 409 for
  *   the resource it names. That is activity by a member, which is what presence reports.
  *   Requests rejected before the membership check (401, 400 from the schemas, 403, 404 for a
  *   non-member) never reach the mark.
