@@ -275,7 +275,7 @@ export interface paths {
         put?: never;
         /**
          * E-signature provider notification
-         * @description Public; the path secret authenticates the provider (several secrets may be active, for rotation). An unknown secret is `404`, as for a route that does not exist. With `ESIGN_WEBHOOK_HMAC_KEY` set, `Content-Hmac` must carry the HMAC-SHA256 of the raw body (`401 invalid_signature`), checked before the body is parsed. Body limit 1 MiB.
+         * @description Public; the path secret authenticates the provider (several secrets may be active, for rotation). An unknown secret is `404`, as for a route that does not exist; past `LOGIN_FAILURES_PER_ADDRESS` wrong secrets from one address within `LOGIN_FAILURE_WINDOW`, anything from it is `429` with `Retry-After`. With `ESIGN_WEBHOOK_HMAC_KEY` set, `Content-Hmac` must carry the HMAC-SHA256 of the raw body (`401 invalid_signature`), checked before the body is parsed. Body limit 1 MiB.
          *
          *     Every accepted delivery is stored as received, with the hex SHA-256 of the raw body as its dedupe key, in the same transaction that applies it; a body received before is answered `duplicate: true` and changes nothing. Rejected requests (`4xx`) are not stored.
          *
@@ -655,7 +655,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "request_timeout";
+                    };
                 };
             };
             /**
@@ -888,7 +894,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "request_timeout";
+                    };
                 };
             };
             /**
@@ -1084,7 +1096,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "request_timeout";
+                    };
                 };
             };
             /**
@@ -1664,7 +1682,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found" | "unsupported_version";
+                    };
                 };
             };
             /**
@@ -1683,7 +1707,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "not_found" | "unsupported_version";
+                        code: "request_timeout";
                     };
                 };
             };
@@ -1707,7 +1731,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "solicitation_already_open" | "nothing_to_request";
+                        code: "solicitation_already_open" | "nothing_to_request" | "idempotency_key_in_use";
                     };
                 };
             };
@@ -1742,7 +1766,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -1751,7 +1781,7 @@ export interface operations {
              */
             422: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -1761,7 +1791,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "unsupported_media_type";
+                        code: "idempotency_key_reused";
                     };
                 };
             };
@@ -2320,7 +2350,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found";
+                    };
                 };
             };
             /**
@@ -2339,7 +2375,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "not_found";
+                        code: "request_timeout";
                     };
                 };
             };
@@ -2363,7 +2399,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "tax_id_immutable" | "duplicate_customer";
+                        code: "tax_id_immutable" | "duplicate_customer" | "idempotency_key_in_use";
                     };
                 };
             };
@@ -2398,7 +2434,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -2407,7 +2449,7 @@ export interface operations {
              */
             422: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -2417,7 +2459,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "unsupported_media_type";
+                        code: "idempotency_key_reused";
                     };
                 };
             };
@@ -2783,7 +2825,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "not_found";
+                    };
                 };
             };
             /**
@@ -2802,7 +2850,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "not_found";
+                        code: "request_timeout";
                     };
                 };
             };
@@ -2843,6 +2891,28 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "unsupported_media_type";
+                    };
+                };
+            };
+            /**
+             * @description Too Many Requests:
+             *     - `throttled`: Too many wrong secrets from this address; wait `Retry-After` seconds
+             */
+            429: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    /** @description Seconds until a new attempt may succeed */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "throttled";
                     };
                 };
             };
@@ -2972,7 +3042,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "invalid_link" | "invalid" | "parse_error";
+                    };
                 };
             };
             /**
@@ -2986,7 +3062,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "request_timeout";
+                    };
                 };
             };
             /**
@@ -2995,7 +3077,7 @@ export interface operations {
              */
             409: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     /** @description Seconds to wait before retrying (with `idempotency_key_in_use`) */
                     "Retry-After"?: number;
@@ -3007,7 +3089,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "invalid_link" | "invalid" | "parse_error";
+                        code: "idempotency_key_in_use";
                     };
                 };
             };
@@ -3042,7 +3124,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "unsupported_media_type";
+                    };
                 };
             };
             /**
@@ -3051,7 +3139,7 @@ export interface operations {
              */
             422: {
                 headers: {
-                    /** @description The gateway's `X-Request-Id` when it is a sane token (else one made here); it is on every log line of the request */
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
                     [name: string]: unknown;
                 };
@@ -3061,7 +3149,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "unsupported_media_type";
+                        code: "idempotency_key_reused";
                     };
                 };
             };
