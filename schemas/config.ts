@@ -29,6 +29,7 @@ export const EnvironmentSchema = Type.Object({
   ACCESS_TOKEN_TTL: Type.Optional(Duration),
   REFRESH_TOKEN_TTL: Type.Optional(Duration),
   REFRESH_ABSOLUTE_TTL: Type.Optional(Duration),
+  REFRESH_REUSE_GRACE: Type.Optional(Duration),
   LEGACY_SECRET_KEY: Type.Optional(NonEmpty),
   LEGACY_SECRET_KEY_FALLBACKS: Type.Optional(Type.String()),
   LINK_TTL: Type.Optional(Duration),

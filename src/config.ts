@@ -32,6 +32,8 @@ export interface Config {
   accessTokenTtl: number
   refreshTokenTtl: number
   refreshAbsoluteTtl: number
+  /** Seconds after a rotation in which the spent refresh token, presented again, gets its unused successor again (0: off). */
+  refreshReuseGrace: number
   legacySecretKey: string
   legacySecretKeyFallbacks: string[]
   linkTtl: number
@@ -208,6 +210,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     accessTokenTtl: parseDuration(env.ACCESS_TOKEN_TTL ?? '5m'),
     refreshTokenTtl: parseDuration(env.REFRESH_TOKEN_TTL ?? '1d'),
     refreshAbsoluteTtl: parseDuration(env.REFRESH_ABSOLUTE_TTL ?? '30d'),
+    refreshReuseGrace: parseDuration(env.REFRESH_REUSE_GRACE ?? '30s'),
     legacySecretKey: secret('LEGACY_SECRET_KEY'),
     legacySecretKeyFallbacks: splitList(env.LEGACY_SECRET_KEY_FALLBACKS),
     linkTtl: parseDuration(env.LINK_TTL ?? '3d'),
