@@ -24,6 +24,8 @@ export const EnvironmentSchema = Type.Object({
   JWT_SIGNING_KEY: Type.Optional(Type.String({ minLength: 32 })),
   JWT_PRIVATE_KEY: Type.Optional(NonEmpty),
   JWT_PUBLIC_KEY: Type.Optional(NonEmpty),
+  JWT_SIGNING_KEY_FALLBACKS: Type.Optional(Type.String()),
+  JWT_PUBLIC_KEY_FALLBACKS: Type.Optional(Type.String()),
   JWT_ISSUER: Type.Optional(NonEmpty),
   JWT_AUDIENCE: Type.Optional(NonEmpty),
   ACCESS_TOKEN_TTL: Type.Optional(Duration),

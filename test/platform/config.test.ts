@@ -38,6 +38,8 @@ describe('configuration', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ JWT_SIGNING_KEY: 'short' }, 'JWT_SIGNING_KEY'],
     [{ JWT_PRIVATE_KEY: 'x' }, 'JWT_PUBLIC_KEY'],
+    [{ JWT_SIGNING_KEY_FALLBACKS: `${'k'.repeat(40)},short` }, 'JWT_SIGNING_KEY_FALLBACKS'],
+    [{ JWT_PUBLIC_KEY_FALLBACKS: 'not a key' }, 'JWT_PUBLIC_KEY_FALLBACKS'],
   ])('stops on a bad value and names it: %o', (env, name) => {
     expect(() => loadConfig(env)).toThrowError(ConfigError)
     expect(() => loadConfig(env)).toThrowError(name)
@@ -72,6 +74,14 @@ describe('configuration', () => {
       secret: DEMO_SECRETS.JWT_SIGNING_KEY,
     })
     expect(() => loadConfig({ NODE_ENV: 'production', ALLOW_DEMO_SECRETS: 'yes' })).toThrowError('ALLOW_DEMO_SECRETS')
+  })
+
+  it('refuses the demo signing key among JWT_SIGNING_KEY_FALLBACKS in production: a fallback still verifies tokens', () => {
+    const own = { NODE_ENV: 'production', JWT_SIGNING_KEY: 'k'.repeat(40), LEGACY_SECRET_KEY: 'legacy', ESIGN_WEBHOOK_SECRETS: 'hook' }
+    expect(() => loadConfig({ ...own, JWT_SIGNING_KEY_FALLBACKS: `${'o'.repeat(40)},${DEMO_SECRETS.JWT_SIGNING_KEY}` })).toThrowError(
+      /^JWT_SIGNING_KEY_FALLBACKS: required in production/,
+    )
+    expect(loadConfig({ ...own, JWT_SIGNING_KEY_FALLBACKS: ` ${'o'.repeat(40)} ` }).jwt.secretFallbacks).toEqual(['o'.repeat(40)])
   })
 
   it('takes PEM keys in production in place of a JWT signing secret', () => {
