@@ -111,3 +111,20 @@ describe.each(['ed25519', 'rsa'] as const)('%s key rotation (JWT_PUBLIC_KEY_FALL
     })
   })
 })
+
+describe('from a shared secret to a key pair', () => {
+  it('keeps the HS256 tokens valid with the old secret among JWT_SIGNING_KEY_FALLBACKS, each key pinned to its own algorithm', async () => {
+    const pair = generateKeyPairSync('ed25519')
+    await withApps([{ JWT_SIGNING_KEY: OLD_KEY }, { ...pem(pair), JWT_SIGNING_KEY_FALLBACKS: OLD_KEY }], async (before, after) => {
+      const old = await obtainTokens(before!, 'alice@acme.example', DEMO_PASSWORD)
+      expect((await read(after!, old.access)).statusCode).toBe(200)
+      const fresh = (await refreshOn(after!, old.refresh)).json<Tokens>()
+      expect(decodeHeader(fresh.access).alg).toBe('EdDSA')
+      expect((await read(after!, fresh.access)).statusCode).toBe(200)
+      // The public key is never an HMAC secret, whatever kid the header names.
+      const publicPem = pair.publicKey.export({ type: 'spki', format: 'pem' }).toString()
+      const confused = forgeHs256(decodeClaims(fresh.access), publicPem, { alg: 'HS256', typ: 'JWT', kid: decodeHeader(fresh.access).kid })
+      problemOf(await read(after!, confused), 401, 'token_not_valid')
+    })
+  })
+})
