@@ -18,7 +18,7 @@ import { databaseName, recreateBenchDatabase } from './database.js'
 import { runLoad, type LoadResult } from './load.js'
 import { installCleanup, stopAllChildren } from './processes.js'
 import { median, perRequestMicros } from './report.js'
-import { LOGINS, READS, type LoadSpec, type Scenario } from './scenarios.js'
+import { LOGINS, READS, REFRESH, type LoadSpec, type Scenario } from './scenarios.js'
 import { startOwnSqlFloor, startService, type RunningServer } from './servers.js'
 
 interface Variant {
@@ -39,7 +39,7 @@ interface Measured {
 
 const HELP = `npm run bench:compare -- --variant 'label: token…' --variant … [options]
   --variant SPEC       label, a colon, then node flags, VAR=value, dir=PATH or floor=own-sql (repeat; at least two)
-  --scenario ID        r4 r6 r7 r9 (reads) or r1 r2 (logins) (default r9)
+  --scenario ID        r4 r6 r7 r9 (reads), r1 r2 (logins) or r3 (refresh) (default r9)
   --rounds N           runs per variant, interleaved (default 8)
   --duration S         seconds per run (default 3)
   --warmup S           seconds of unrecorded load per variant before the first round (default 3)
@@ -82,8 +82,9 @@ function parseOptions(argv: string[]) {
     say(HELP)
     process.exit(0)
   }
-  const scenario = [...READS, ...LOGINS].find((candidate) => candidate.id === values.scenario)
-  if (!scenario) throw new Error(`--scenario ${values.scenario}: one of ${[...READS, ...LOGINS].map((s) => s.id).join(' ')}`)
+  const scenarios = [...READS, ...LOGINS, REFRESH]
+  const scenario = scenarios.find((candidate) => candidate.id === values.scenario)
+  if (!scenario) throw new Error(`--scenario ${values.scenario}: one of ${scenarios.map((s) => s.id).join(' ')}`)
   const variants = values.variant.map(parseVariant)
   if (variants.length < 2) throw new Error(`at least two --variant, each 'label: token…'\n${HELP}`)
   return {
@@ -122,10 +123,18 @@ async function startVariants(options: Options, scenario: Scenario): Promise<Meas
   const measured: Measured[] = []
   for (const [index, variant] of options.variants.entries()) {
     const tokenSource = variant.ownSqlFloor ? servers[serviceIndex]! : servers[index]!
-    const phase = await scenario.prepare({ baseUrl: tokenSource.baseUrl, databaseUrl: options.databaseUrl, requestBudget: 0 })
+    const phase = await scenario.prepare({ baseUrl: tokenSource.baseUrl, databaseUrl: options.databaseUrl, requestBudget: refreshBudget(options) })
     measured.push({ variant, server: servers[index]!, spec: phase(), runs: [] })
   }
   return measured
+}
+
+/**
+ * Refresh tokens each variant may spend over the warm-up and all its rounds (r3 never replays one),
+ * at a rate well above what one instance reaches here; 0 for the other scenarios.
+ */
+function refreshBudget(options: Options): number {
+  return options.scenario.kind === 'refresh' ? (options.warmup + options.rounds * options.duration) * 4_000 : 0
 }
 
 const cpuMicrosPerRequest = (run: LoadResult): number => perRequestMicros(run.serverCpuPercent, run)

@@ -164,28 +164,30 @@ export class TokenSigner {
    * previous keys, the signing key alone, as before.
    */
   private verifySignature(token: string): Partial<TokenClaims> | undefined {
-    const attempt = (key?: VerificationKey): Partial<TokenClaims> | undefined => {
-      try {
-        return key
-          ? this.jwt.verify<Partial<TokenClaims>>(token, { key: key.key, algorithms: [key.algorithm] })
-          : this.jwt.verify<Partial<TokenClaims>>(token)
-      } catch {
-        return undefined
-      }
-    }
     const { current, previous } = this.keys
-    if (previous.length === 0) return attempt()
+    if (previous.length === 0) return this.verifyWith(token)
     const kid = headerKeyId(token)
-    if (kid === current) return attempt()
+    if (kid === current) return this.verifyWith(token)
     if (kid !== undefined) {
       const key = previous.find((candidate) => candidate.kid === kid)
-      return key && attempt(key)
+      return key && this.verifyWith(token, key)
     }
     for (const key of [undefined, ...previous]) {
-      const claims = attempt(key)
+      const claims = this.verifyWith(token, key)
       if (claims) return claims
     }
     return undefined
+  }
+
+  /** The claims when `key` (the signing key when none) signed the token, checked by fast-jwt. */
+  private verifyWith(token: string, key?: VerificationKey): Partial<TokenClaims> | undefined {
+    try {
+      return key
+        ? this.jwt.verify<Partial<TokenClaims>>(token, { key: key.key, algorithms: [key.algorithm] })
+        : this.jwt.verify<Partial<TokenClaims>>(token)
+    } catch {
+      return undefined
+    }
   }
 
   private sign(type: TokenType, userId: string, familyId: string, iat: number, exp: number, jti = newJti()): SignedToken {
