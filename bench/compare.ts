@@ -18,7 +18,7 @@ import { databaseName, recreateBenchDatabase } from './database.js'
 import { runLoad, type LoadResult } from './load.js'
 import { installCleanup, stopAllChildren } from './processes.js'
 import { median, perRequestMicros } from './report.js'
-import { KEYED_WRITES, LOGINS, READS, type LoadSpec, type Scenario } from './scenarios.js'
+import { KEYED_WRITES, LOGINS, READS, REFRESH, type LoadSpec, type Scenario } from './scenarios.js'
 import { startOwnSqlFloor, startService, type RunningServer } from './servers.js'
 
 interface Variant {
@@ -42,7 +42,7 @@ interface Measured {
 
 const HELP = `npm run bench:compare -- --variant 'label: token…' --variant … [options]
   --variant SPEC       label, a colon, then node flags, VAR=value, dir=PATH or floor=own-sql (repeat; at least two)
-  --scenario ID[,ID…]  r4 r6 r7 r9 (reads), r1 r2 (logins), r5 r5k r5r r11 r11k r11r (routes 5 and 11
+  --scenario ID[,ID…]  r4 r6 r7 r9 (reads), r1 r2 (logins), r3 (refresh), r5 r5k r5r r11 r11k r11r (routes 5 and 11
                        without a key, a new key each, one key replayed) (default r9); several: each
                        variant runs each of them, all interleaved
   --rounds N           runs per variant, interleaved (default 8)
@@ -87,7 +87,7 @@ function parseOptions(argv: string[]) {
     say(HELP)
     process.exit(0)
   }
-  const known = [...READS, ...LOGINS, ...KEYED_WRITES]
+  const known = [...READS, ...LOGINS, REFRESH, ...KEYED_WRITES]
   const scenarios = values.scenario.split(',').map((id) => {
     const scenario = known.find((candidate) => candidate.id === id.trim())
     if (!scenario) throw new Error(`--scenario ${id}: one of ${known.map((s) => s.id).join(' ')}`)
@@ -132,12 +132,20 @@ async function startVariants(options: Options): Promise<Measured[]> {
   for (const [index, variant] of options.variants.entries()) {
     const tokenSource = variant.ownSqlFloor ? servers[serviceIndex]! : servers[index]!
     for (const scenario of options.scenarios) {
-      const phase = await scenario.prepare({ baseUrl: tokenSource.baseUrl, databaseUrl: options.databaseUrl, requestBudget: 0 })
+      const phase = await scenario.prepare({ baseUrl: tokenSource.baseUrl, databaseUrl: options.databaseUrl, requestBudget: refreshBudget(options, scenario) })
       const label = options.scenarios.length > 1 ? `${variant.label}/${scenario.id}` : variant.label
       measured.push({ variant, scenario, label, server: servers[index]!, spec: phase(), runs: [] })
     }
   }
   return measured
+}
+
+/**
+ * Refresh tokens each variant may spend over the warm-up and all its rounds (r3 never replays one),
+ * at a rate well above what one instance reaches here; 0 for the other scenarios.
+ */
+function refreshBudget(options: Options, scenario: Scenario): number {
+  return scenario.kind === 'refresh' ? (options.warmup + options.rounds * options.duration) * 4_000 : 0
 }
 
 const cpuMicrosPerRequest = (run: LoadResult): number => perRequestMicros(run.serverCpuPercent, run)

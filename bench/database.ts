@@ -147,7 +147,7 @@ export function serviceTokenSigner(): Promise<TokenSigner> {
     const jwtApp = Fastify()
     await jwtApp.register(fastifyJwt, { secret: DEMO_SECRETS.JWT_SIGNING_KEY, sign: { algorithm: 'HS256' } })
     await jwtApp.ready()
-    const jwt = { algorithm: 'HS256' as const, secret: DEMO_SECRETS.JWT_SIGNING_KEY, issuer: undefined, audience: undefined }
+    const jwt = { algorithm: 'HS256' as const, secret: DEMO_SECRETS.JWT_SIGNING_KEY, secretFallbacks: [], publicKeyFallbacks: [], issuer: undefined, audience: undefined }
     return new TokenSigner(jwtApp.jwt, { accessTokenTtl: 3_600, refreshTokenTtl: 86_400, jwt })
   })()
   return signer

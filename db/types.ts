@@ -63,6 +63,10 @@ export interface TokenFamiliesTable {
   revoked_reason: 'reuse' | 'password_changed' | 'user_disabled' | 'logout' | null
   /** The jti of the family's one refresh token that may still be spent (migration 0005). */
   current_refresh_jti: string | null
+  /** The jti the last rotation spent, and the term of the successor it made current (migration 0008). */
+  previous_refresh_jti: string | null
+  current_refresh_issued_at: NullableTimestamp
+  current_refresh_expires_at: NullableTimestamp
 }
 
 export interface KycDocumentsTable {

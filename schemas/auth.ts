@@ -92,7 +92,10 @@ export const refreshRouteSchema = {
   summary: 'Rotate a refresh token',
   description:
     'Spends the refresh token and returns a new pair of the same family: keep the new `refresh`, the old one is ' +
-    'now spent. Replaying a spent token revokes the whole family (every token of that login).',
+    'now spent. A retry is safe: the spent token sent again within `REFRESH_REUSE_GRACE` (30 s by default) of its ' +
+    'rotation, while its successor is unused, answers 200 with that same successor `refresh` (byte for byte) and a ' +
+    'fresh `access`. Replaying a spent token after the grace, or once its successor was used, revokes the whole ' +
+    'family (every token of that login).',
   body: withExamples(RefreshRequest, { alice: { summary: "alice's refresh token from the token route", value: { refresh: DEMO_TOKENS.refresh } } }),
   response: routeResponses(
     { 200: tokenResponse('A new access token and the next refresh token of the family', RefreshResponse, { alice: { summary: 'Rotated', value: DEMO_REFRESHED } }) },
@@ -101,7 +104,7 @@ export const refreshRouteSchema = {
       ...BODY_PROBLEMS,
       when(
         Problems.tokenNotValid,
-        'The refresh token is malformed, expired, forged, an access token, already spent (which revokes its family) or ' +
+        'The refresh token is malformed, expired, forged, an access token, already spent and past its retry grace (which revokes its family) or ' +
           'past the family\'s absolute lifetime, or its user was disabled',
       ),
     ],
@@ -126,8 +129,9 @@ export const jwksRouteSchema = {
   tags: ['auth'],
   summary: 'Public keys of the token signer (JWKS)',
   description:
-    'Public; cacheable for 5 minutes. With a key pair (EdDSA or RS256) a gateway verifies access tokens with these keys; ' +
-    'with the default shared secret (HS256) the set is empty.',
+    'Public; cacheable for 5 minutes. With a key pair (EdDSA or RS256) a gateway verifies access tokens with these keys, ' +
+    'chosen by the token header\'s `kid`: the signing key first, then the previous ones (`JWT_PUBLIC_KEY_FALLBACKS`) ' +
+    'whose tokens still live; with the default shared secret (HS256) the set is empty.',
   response: routeResponses(
     {
       200: jsonResponse('The key set', Jwks, {

@@ -52,7 +52,7 @@ export interface BuildOptions {
 
 /** Every secret the configuration holds, masked by value wherever a client puts one in a URL. */
 function configuredSecrets(config: Config): string[] {
-  const jwtSecret = config.jwt.algorithm === 'HS256' ? [config.jwt.secret] : []
+  const jwtSecret = [...(config.jwt.algorithm === 'HS256' ? [config.jwt.secret] : []), ...config.jwt.secretFallbacks]
   const hmacKey = config.esignWebhookHmacKey === undefined ? [] : [config.esignWebhookHmacKey]
   return [...config.esignWebhookSecrets, ...hmacKey, config.legacySecretKey, ...config.legacySecretKeyFallbacks, ...jwtSecret]
 }

@@ -4,9 +4,24 @@ import { Value } from '@sinclair/typebox/value'
 import { EnvironmentSchema, type Environment } from '../schemas/config.js'
 import { listItems, PRODUCTION_SECRET_RULES, variableWeakness } from './secret-strength.js'
 
-export type JwtKeys =
+/** A public key tokens were signed with before (JWT_PUBLIC_KEY_FALLBACKS): it still verifies and stays in the JWKS. */
+export interface JwtPublicKey {
+  algorithm: 'RS256' | 'EdDSA'
+  publicKey: string
+  publicKeyObject: KeyObject
+}
+
+/** Keys that verify tokens but sign none: JWT_SIGNING_KEY_FALLBACKS (HS256) and JWT_PUBLIC_KEY_FALLBACKS. */
+export interface JwtFallbacks {
+  secretFallbacks: string[]
+  publicKeyFallbacks: JwtPublicKey[]
+}
+
+type JwtSigningKeys =
   | { algorithm: 'HS256'; secret: string }
   | { algorithm: 'RS256' | 'EdDSA'; privateKey: string; publicKey: string; publicKeyObject: KeyObject }
+
+export type JwtKeys = JwtSigningKeys & JwtFallbacks
 
 export type TrustProxy = boolean | number | string[]
 
@@ -31,6 +46,8 @@ export interface Config {
   accessTokenTtl: number
   refreshTokenTtl: number
   refreshAbsoluteTtl: number
+  /** Seconds after a rotation in which the spent refresh token, presented again, gets its unused successor again (0: off). */
+  refreshReuseGrace: number
   legacySecretKey: string
   legacySecretKeyFallbacks: string[]
   linkTtl: number
@@ -118,7 +135,39 @@ function readEnvironment(rawEnv: NodeJS.ProcessEnv, names?: readonly Environment
   return env as Environment
 }
 
+const pemOf = (text: string): string => text.replace(/\\n/g, '\n')
+
+/** The algorithm an asymmetric key signs with, or undefined for a key type the service does not use. */
+function algorithmOf(key: KeyObject): 'RS256' | 'EdDSA' | undefined {
+  if (key.asymmetricKeyType === 'ed25519') return 'EdDSA'
+  return key.asymmetricKeyType === 'rsa' ? 'RS256' : undefined
+}
+
+/** Previous keys, kept for verification while the tokens they signed live (docs/operations.md, key rotation). */
+function loadJwtFallbacks(env: Environment): JwtFallbacks {
+  const secretFallbacks = splitList(env.JWT_SIGNING_KEY_FALLBACKS)
+  if (secretFallbacks.some((secret) => secret.length < 32)) throw new ConfigError('JWT_SIGNING_KEY_FALLBACKS: each key must be at least 32 characters')
+  // PEM has no commas: the list is comma-separated like every other.
+  const publicKeyFallbacks = splitList(env.JWT_PUBLIC_KEY_FALLBACKS).map((text, index) => {
+    const publicKey = pemOf(text)
+    let publicKeyObject: KeyObject
+    try {
+      publicKeyObject = createPublicKey(publicKey)
+    } catch {
+      throw new ConfigError(`JWT_PUBLIC_KEY_FALLBACKS: item ${index + 1} is not a PEM public key`)
+    }
+    const algorithm = algorithmOf(publicKeyObject)
+    if (!algorithm) throw new ConfigError(`JWT_PUBLIC_KEY_FALLBACKS: item ${index + 1} is neither Ed25519 nor RSA`)
+    return { algorithm, publicKey, publicKeyObject }
+  })
+  return { secretFallbacks, publicKeyFallbacks }
+}
+
 function loadJwtKeys(env: Environment, secret: string | undefined): JwtKeys {
+  return { ...loadJwtSigningKeys(env, secret), ...loadJwtFallbacks(env) }
+}
+
+function loadJwtSigningKeys(env: Environment, secret: string | undefined): JwtSigningKeys {
   if (env.JWT_PRIVATE_KEY || env.JWT_PUBLIC_KEY) {
     if (!env.JWT_PRIVATE_KEY || !env.JWT_PUBLIC_KEY) {
       throw new ConfigError('JWT_PRIVATE_KEY and JWT_PUBLIC_KEY go together')
@@ -245,6 +294,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     accessTokenTtl: parseDuration(env.ACCESS_TOKEN_TTL ?? '5m'),
     refreshTokenTtl: parseDuration(env.REFRESH_TOKEN_TTL ?? '1d'),
     refreshAbsoluteTtl: parseDuration(env.REFRESH_ABSOLUTE_TTL ?? '30d'),
+    refreshReuseGrace: parseDuration(env.REFRESH_REUSE_GRACE ?? '30s'),
     legacySecretKey: secret('LEGACY_SECRET_KEY'),
     legacySecretKeyFallbacks: splitList(env.LEGACY_SECRET_KEY_FALLBACKS),
     linkTtl: parseDuration(env.LINK_TTL ?? '3d'),

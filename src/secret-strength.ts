@@ -21,6 +21,7 @@ export interface SecretRule {
  */
 export const PRODUCTION_SECRET_RULES = {
   JWT_SIGNING_KEY: { minLength: 32 },
+  JWT_SIGNING_KEY_FALLBACKS: { minLength: 32, list: true },
   LEGACY_SECRET_KEY: { minLength: 50 },
   LEGACY_SECRET_KEY_FALLBACKS: { minLength: 50, list: true },
   ESIGN_WEBHOOK_SECRETS: { minLength: 32, list: true },

@@ -6,6 +6,7 @@ import * as cheaperKeyChecks from './0004_cheaper_key_checks.js'
 import * as refreshTokenInFamily from './0005_refresh_token_in_family.js'
 import * as customerIdsPerRole from './0006_customer_ids_per_role.js'
 import * as retention from './0007_retention.js'
+import * as refreshReuseGrace from './0008_refresh_reuse_grace.js'
 import * as idempotencyKeys from './0009_idempotency_keys.js'
 
 /**
@@ -20,6 +21,7 @@ export const migrations: Record<string, Migration> = {
   '0005_refresh_token_in_family': refreshTokenInFamily,
   '0006_customer_ids_per_role': customerIdsPerRole,
   '0007_retention': retention,
+  '0008_refresh_reuse_grace': refreshReuseGrace,
   '0009_idempotency_keys': idempotencyKeys,
 }
 

@@ -5,7 +5,7 @@ import { tokenNotValid } from '../tenancy/admission.js'
 import { TokenSigner, VerifiedTokenCache, type TokenClaims } from './tokens.js'
 import type { Config } from '../config.js'
 import { problem } from '../lib/problem.js'
-import { jwkThumbprint } from './jwks.js'
+import { previousKeys, signingKeyId } from './signing-keys.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -33,9 +33,8 @@ const notAuthenticated = () =>
 const VERIFIED_TOKEN_CACHE_SIZE = 1000
 
 function jwtPluginOptions(config: Config['jwt']) {
-  const kid = config.algorithm === 'HS256' ? undefined : jwkThumbprint(config.publicKeyObject.export({ format: 'jwk' }))
   const common = {
-    sign: { algorithm: config.algorithm, ...(kid ? { kid } : {}) },
+    sign: { algorithm: config.algorithm, kid: signingKeyId(config) },
     verify: {
       algorithms: [config.algorithm],
       // fast-jwt checks iss/aud only when present: configured means required.
@@ -73,7 +72,8 @@ export default fp(
   async function authenticationPlugin(app: FastifyInstance, options: { config: Config }) {
     const jwtOptions = jwtPluginOptions(options.config.jwt)
     await app.register(fastifyJwt, jwtOptions)
-    app.decorate('tokens', new TokenSigner(app.jwt, options.config, new VerifiedTokenCache(VERIFIED_TOKEN_CACHE_SIZE)))
+    const keys = { current: signingKeyId(options.config.jwt), previous: previousKeys(options.config.jwt) }
+    app.decorate('tokens', new TokenSigner(app.jwt, options.config, new VerifiedTokenCache(VERIFIED_TOKEN_CACHE_SIZE), keys))
     app.decorateRequest('tokenClaims', null as unknown as TokenClaims)
 
     app.addHook('onRequest', async (request) => {

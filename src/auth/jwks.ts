@@ -1,19 +1,20 @@
-import { createHash } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { JsonWebKey } from 'node:crypto'
+import type { KeyObject } from 'node:crypto'
 import { jwksRouteSchema } from '../../schemas/auth.js'
 import type { Config } from '../config.js'
+import { jwkThumbprint } from './signing-keys.js'
 
-/** RFC 7638 thumbprint: the key id the gateway matches against the token header's `kid`. */
-export function jwkThumbprint(jwk: JsonWebKey): string {
-  const members = jwk.kty === 'RSA' ? { e: jwk.e, kty: jwk.kty, n: jwk.n } : { crv: jwk.crv, kty: jwk.kty, x: jwk.x }
-  return createHash('sha256').update(JSON.stringify(members)).digest('base64url')
+const publicJwk = (key: KeyObject, algorithm: 'RS256' | 'EdDSA') => {
+  const jwk = key.export({ format: 'jwk' })
+  return { ...jwk, kty: String(jwk.kty), kid: jwkThumbprint(jwk), alg: algorithm, use: 'sig' }
 }
 
+/** The signing key's public half, then the previous ones (JWT_PUBLIC_KEY_FALLBACKS), whose tokens still verify. */
 export function publicJwks(config: Config['jwt']) {
-  if (config.algorithm === 'HS256') return { keys: [] }
-  const jwk = config.publicKeyObject.export({ format: 'jwk' })
-  return { keys: [{ ...jwk, kty: String(jwk.kty), kid: jwkThumbprint(jwk), alg: config.algorithm, use: 'sig' }] }
+  const current = config.algorithm === 'HS256' ? [] : [publicJwk(config.publicKeyObject, config.algorithm)]
+  const previous = config.publicKeyFallbacks.map(({ publicKeyObject, algorithm }) => publicJwk(publicKeyObject, algorithm))
+  const keys = [...current, ...previous]
+  return { keys: keys.filter((key, index) => keys.findIndex((other) => other.kid === key.kid) === index) }
 }
 
 /** Public keys for verifying the service's tokens; empty when tokens are signed with a shared secret. */

@@ -61,18 +61,22 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthPluginOptions> = async (app, { c
   })
 
   app.post('/token/refresh', { schema: refreshRouteSchema, config: { public: true } }, async (request) => {
-    let replayed = false
+    const seen = { outcome: 'rotated' as 'rotated' | 'retried' | 'replay_revoked' }
     try {
-      const tokens = await rotateRefreshToken(app.db, app.tokens, request.body.refresh, {
+      const tokens = await rotateRefreshToken(app.db, app.tokens, request.body.refresh, config.refreshReuseGrace, {
         replayed: (userId, familyId) => {
-          replayed = true
+          seen.outcome = 'replay_revoked'
           audit.refreshTokenReplayed(request.log, { userId, familyId, clientAddress: request.ip })
         },
+        retried: (userId, familyId) => {
+          seen.outcome = 'retried'
+          audit.refreshTokenRetried(request.log, { userId, familyId, clientAddress: request.ip })
+        },
       })
-      app.metrics.refreshOutcomes.labels('rotated').inc()
+      app.metrics.refreshOutcomes.labels(seen.outcome).inc()
       return { access: tokens.access, refresh: tokens.refresh }
     } catch (error) {
-      app.metrics.refreshOutcomes.labels(replayed ? 'replay_revoked' : 'rejected').inc()
+      app.metrics.refreshOutcomes.labels(seen.outcome === 'replay_revoked' ? 'replay_revoked' : 'rejected').inc()
       throw error
     }
   })

@@ -1,6 +1,6 @@
-import { sql } from 'kysely'
+import { sql, type ExpressionBuilder } from 'kysely'
 import { Precompiled } from '../db/precompiled.js'
-import type { Db, UsersTable } from '../../db/types.js'
+import type { Database, Db, UsersTable } from '../../db/types.js'
 
 export interface LoginCandidate {
   id: string
@@ -113,41 +113,89 @@ export interface Rotation {
   userId: string
   /** The successor's jti, made by the caller so that it can sign the token once it is stored. */
   nextJti: string
-  /** The successor's own expiry (TokenSigner.refreshTerm); the family's end caps it. */
+  /** The successor's issue time (seconds) and own expiry (TokenSigner.refreshTerm); the family's end caps the expiry. */
+  issuedAt: number
   expiresAt: Date
 }
 
+/** The family is live: not revoked, not past its absolute expiry, its user active. */
+const familyIsLive = ({ and, eb, exists, selectFrom }: ExpressionBuilder<Database, 'token_families'>) =>
+  and([
+    eb('revoked_at', 'is', null),
+    eb('absolute_expires_at', '>', sql<Date>`now()`),
+    exists(
+      selectFrom('users')
+        .select(sql.lit(1).as('active'))
+        .whereRef('users.id', '=', 'token_families.user_id')
+        .where('users.is_active', '=', true),
+    ),
+  ])
+
 /**
  * A refresh-token rotation in one atomic statement, a compare-and-set on the family's row: the
- * presented token is spent if it is the family's current one and the family is live (not revoked,
- * not past its absolute expiry, its user active), and its successor becomes the current one. Of two
- * requests presenting the same token, the second waits on the first's row lock and then finds
- * another current token. Returns the successor's expiry (the earlier of its own and the family's
- * end), or undefined when nothing was spent.
+ * presented token is spent if it is the family's current one and the family is live, and its
+ * successor becomes the current one; the spent jti and the successor's term are kept beside it for
+ * a retry within the grace (`findRetriedSuccessor`). Of two requests presenting the same token, the
+ * second waits on the first's row lock and then finds another current token. Returns the
+ * successor's expiry (the earlier of its own and the family's end), or undefined when nothing was spent.
  */
-const rotationStatement = new Precompiled((db, { jti, familyId, userId, nextJti, expiresAt }: Rotation) =>
+const rotationStatement = new Precompiled((db, { jti, familyId, userId, nextJti, issuedAt, expiresAt }: Rotation) =>
   db
     .updateTable('token_families')
-    .set({ current_refresh_jti: nextJti })
+    .set({
+      current_refresh_jti: nextJti,
+      previous_refresh_jti: jti,
+      current_refresh_issued_at: sql<Date>`to_timestamp(${issuedAt}::bigint)`,
+      current_refresh_expires_at: cappedAtFamilyEnd(expiresAt),
+    })
     .where('id', '=', familyId)
     .where('user_id', '=', userId)
     .where('current_refresh_jti', '=', jti)
-    .where('revoked_at', 'is', null)
-    .where('absolute_expires_at', '>', sql<Date>`now()`)
-    .where(({ exists, selectFrom }) =>
-      exists(
-        selectFrom('users')
-          .select(sql.lit(1).as('active'))
-          .whereRef('users.id', '=', 'token_families.user_id')
-          .where('users.is_active', '=', true),
-      ),
-    )
-    .returning(cappedAtFamilyEnd(expiresAt).as('expires_at')),
+    .where(familyIsLive)
+    .returning('current_refresh_expires_at as expires_at'),
 )
 
 export async function spendAndReplaceRefreshToken(db: Db, rotation: Rotation): Promise<Date | undefined> {
   const row = await rotationStatement.first(db, rotation)
-  return row?.expires_at
+  return row?.expires_at ?? undefined
+}
+
+export interface SpentToken {
+  jti: string
+  familyId: string
+  userId: string
+  /** REFRESH_REUSE_GRACE in seconds. */
+  graceSeconds: number
+}
+
+/** The successor a retried refresh token gets again: its jti and the term it was signed with. */
+export interface RetriedSuccessor {
+  jti: string
+  issuedAt: Date
+  expiresAt: Date
+}
+
+/**
+ * A spent refresh token presented again within the grace of its rotation, while its successor is
+ * still the family's current (unused) token and the family is live: a retry whose answer was lost,
+ * not a replay. Reads only, by primary key, so that concurrent retries all find the same successor.
+ */
+const retriedSuccessorStatement = new Precompiled((db, { jti, familyId, userId, graceSeconds }: SpentToken) =>
+  db
+    .selectFrom('token_families')
+    .select(['current_refresh_jti as jti', 'current_refresh_issued_at as issued_at', 'current_refresh_expires_at as expires_at'])
+    .where('id', '=', familyId)
+    .where('user_id', '=', userId)
+    .where('previous_refresh_jti', '=', jti)
+    .where('current_refresh_issued_at', '>', sql<Date>`now() - make_interval(secs => ${graceSeconds})`)
+    .where(familyIsLive),
+)
+
+export async function findRetriedSuccessor(db: Db, spent: SpentToken): Promise<RetriedSuccessor | undefined> {
+  if (spent.graceSeconds <= 0) return undefined
+  const row = await retriedSuccessorStatement.first(db, spent)
+  if (!row?.jti || !row.issued_at || !row.expires_at) return undefined
+  return { jti: row.jti, issuedAt: row.issued_at, expiresAt: row.expires_at }
 }
 
 /**

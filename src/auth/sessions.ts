@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../../db/types.js'
 import { tokenNotValid } from '../tenancy/admission.js'
-import { createLoginSession, createSession, revokeFamilyOnReuse, spendAndReplaceRefreshToken } from './repository.js'
+import { createLoginSession, createSession, findRetriedSuccessor, revokeFamilyOnReuse, spendAndReplaceRefreshToken } from './repository.js'
 import { newJti, type RefreshTerm, type TokenSigner } from './tokens.js'
 
 export interface TokenPair {
@@ -52,26 +52,42 @@ export async function startLoginSession(
   return { tokens: signPair(signer, userId, familyId, jti, { issuedAt, expiresAt: stored.expiresAt }), lastLogin: stored.lastLogin }
 }
 
+/** What a refresh told apart, for the audit events and metrics. */
+export interface RefreshObserver {
+  /** A spent token presented again: its family was revoked. */
+  replayed?(userId: string, familyId: string): void
+  /** A spent token presented again within the grace: its successor was issued again. */
+  retried?(userId: string, familyId: string): void
+}
+
 /**
  * Spends a refresh token and issues the next pair of its family (RFC 9700 §4.14): one statement
- * when all is well. A token that was already spent is a replay: the whole family is revoked, and
- * the caller gets a 401 like for any other refusal; `observer.replayed` hears of it (the audit event).
+ * when all is well. A token that was already spent is a retry when it was rotated less than
+ * `graceSeconds` ago and its successor is still unused: the answer is that same successor (signed
+ * again from its stored claims, so byte for byte the same) and a fresh access token. Otherwise it
+ * is a replay: the whole family is revoked, and the caller gets a 401 like for any other refusal.
  */
 export async function rotateRefreshToken(
   db: Kysely<Database>,
   signer: TokenSigner,
   refreshToken: string,
-  observer: { replayed?(userId: string, familyId: string): void } = {},
+  graceSeconds: number,
+  observer: RefreshObserver = {},
 ): Promise<TokenPair> {
   const claims = signer.verify(refreshToken, 'refresh')
   if (!claims) throw tokenNotValid()
   const nextJti = newJti()
   const { issuedAt, expiresAt: wantedExpiry } = signer.refreshTerm()
-  const rotation = { jti: claims.jti, familyId: claims.fid, userId: claims.user_id, nextJti, expiresAt: wantedExpiry }
+  const rotation = { jti: claims.jti, familyId: claims.fid, userId: claims.user_id, nextJti, issuedAt, expiresAt: wantedExpiry }
   const expiresAt = await spendAndReplaceRefreshToken(db, rotation)
-  if (!expiresAt) {
-    if (await revokeFamilyOnReuse(db, claims.jti, claims.fid)) observer.replayed?.(claims.user_id, claims.fid)
-    throw tokenNotValid()
+  if (expiresAt) return signPair(signer, claims.user_id, claims.fid, nextJti, { issuedAt, expiresAt })
+  const spent = { jti: claims.jti, familyId: claims.fid, userId: claims.user_id, graceSeconds }
+  const successor = await findRetriedSuccessor(db, spent)
+  if (successor) {
+    observer.retried?.(claims.user_id, claims.fid)
+    const term = { issuedAt: Math.floor(successor.issuedAt.getTime() / 1000), expiresAt: successor.expiresAt }
+    return signPair(signer, claims.user_id, claims.fid, successor.jti, term)
   }
-  return signPair(signer, claims.user_id, claims.fid, nextJti, { issuedAt, expiresAt })
+  if (await revokeFamilyOnReuse(db, claims.jti, claims.fid)) observer.replayed?.(claims.user_id, claims.fid)
+  throw tokenNotValid()
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { JWT } from '@fastify/jwt'
 import type { Config } from '../config.js'
+import type { VerificationKey } from './signing-keys.js'
 
 export type TokenType = 'access' | 'refresh'
 
@@ -44,6 +45,26 @@ export function newJti(): string {
 }
 
 const nowSeconds = (): number => Math.floor(Date.now() / 1000)
+
+/** The `kid` of a token's header, or undefined when it has none (or no readable header). */
+function headerKeyId(token: string): string | undefined {
+  try {
+    const header: unknown = JSON.parse(Buffer.from(token.slice(0, token.indexOf('.')), 'base64url').toString())
+    const kid = (header as { kid?: unknown } | null)?.kid
+    return typeof kid === 'string' ? kid : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The service's signing key's `kid`, and the previous keys that still verify (key rotation without
+ * a logout, docs/operations.md).
+ */
+export interface KeyRing {
+  current: string
+  previous: VerificationKey[]
+}
 
 /**
  * Whether the signature is spelled the one way base64url spells its bytes. fast-jwt decodes it
@@ -92,6 +113,7 @@ export class TokenSigner {
     private readonly jwt: JWT,
     private readonly config: Pick<Config, 'accessTokenTtl' | 'refreshTokenTtl' | 'jwt'>,
     private readonly accessTokens = new VerifiedTokenCache(0),
+    private readonly keys: KeyRing = { current: '', previous: [] },
   ) {}
 
   signAccess(userId: string, familyId: string): SignedToken {
@@ -123,12 +145,8 @@ export class TokenSigner {
 
   private verifyUncached(token: string, expected: TokenType): TokenClaims | undefined {
     if (!hasCanonicalSignature(token)) return undefined
-    let claims: Partial<TokenClaims>
-    try {
-      claims = this.jwt.verify<Partial<TokenClaims>>(token)
-    } catch {
-      return undefined
-    }
+    const claims = this.verifySignature(token)
+    if (!claims) return undefined
     const wellFormed =
       claims.token_type === expected &&
       typeof claims.user_id === 'string' &&
@@ -138,6 +156,38 @@ export class TokenSigner {
       UUID.test(claims.user_id) &&
       UUID.test(claims.fid)
     return wellFormed ? (claims as TokenClaims) : undefined
+  }
+
+  /**
+   * The claims when a key of the ring signed the token: the one its `kid` names, pinned to that key's
+   * algorithm. A token without a `kid` (issued before tokens had one) is tried with each key. Without
+   * previous keys, the signing key alone, as before.
+   */
+  private verifySignature(token: string): Partial<TokenClaims> | undefined {
+    const { current, previous } = this.keys
+    if (previous.length === 0) return this.verifyWith(token)
+    const kid = headerKeyId(token)
+    if (kid === current) return this.verifyWith(token)
+    if (kid !== undefined) {
+      const key = previous.find((candidate) => candidate.kid === kid)
+      return key && this.verifyWith(token, key)
+    }
+    for (const key of [undefined, ...previous]) {
+      const claims = this.verifyWith(token, key)
+      if (claims) return claims
+    }
+    return undefined
+  }
+
+  /** The claims when `key` (the signing key when none) signed the token, checked by fast-jwt. */
+  private verifyWith(token: string, key?: VerificationKey): Partial<TokenClaims> | undefined {
+    try {
+      return key
+        ? this.jwt.verify<Partial<TokenClaims>>(token, { key: key.key, algorithms: [key.algorithm] })
+        : this.jwt.verify<Partial<TokenClaims>>(token)
+    } catch {
+      return undefined
+    }
   }
 
   private sign(type: TokenType, userId: string, familyId: string, iat: number, exp: number, jti = newJti()): SignedToken {

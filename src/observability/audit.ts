@@ -9,6 +9,8 @@ import type { FastifyBaseLogger } from 'fastify'
 export const AUDIT_EVENTS = {
   /** A spent refresh token was presented again: its whole family is revoked (warn). */
   refreshTokenReplayed: 'refresh_token_replayed',
+  /** A spent refresh token presented again within REFRESH_REUSE_GRACE, its successor unused: answered with that successor (info). */
+  refreshTokenRetried: 'refresh_token_retried',
   /** A login attempt refused with 429: `reason` failures in the window, or attempts in flight that outlasted the wait (warn). */
   loginThrottled: 'login_throttled',
   /** A webhook delivery with a wrong path secret or Content-Hmac, or refused for too many wrong secrets (warn). */
@@ -39,6 +41,12 @@ export const audit = {
     log.warn(
       { event: AUDIT_EVENTS.refreshTokenReplayed, user_id: fields.userId, family_id: fields.familyId, client_address: fields.clientAddress },
       'spent refresh token presented again: token family revoked',
+    )
+  },
+  refreshTokenRetried(log: Log, fields: { userId: string; familyId: string; clientAddress: string }): void {
+    log.info(
+      { event: AUDIT_EVENTS.refreshTokenRetried, user_id: fields.userId, family_id: fields.familyId, client_address: fields.clientAddress },
+      'spent refresh token presented again within the grace: its unused successor issued again',
     )
   },
   loginThrottled(log: Log, fields: { email: string; clientAddress: string; reason: string | undefined; retryAfter: string | undefined }): void {

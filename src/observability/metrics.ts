@@ -60,7 +60,7 @@ export class ServiceMetrics {
   })
   readonly refreshOutcomes = new Counter({
     name: 'refresh_token_rotations_total',
-    help: 'Refresh requests by outcome: rotated, replay_revoked (a spent token came back; its family revoked), rejected.',
+    help: 'Refresh requests by outcome: rotated, retried (a spent token came back within REFRESH_REUSE_GRACE; its unused successor issued again), replay_revoked (a spent token came back; its family revoked), rejected.',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   })
@@ -101,7 +101,7 @@ export class ServiceMetrics {
    */
   constructor() {
     for (const outcome of ['applied', 'duplicate', 'unmatched', 'ignored', 'rejected'] as const) this.webhookDeliveries.labels(outcome).inc(0)
-    for (const outcome of ['rotated', 'replay_revoked', 'rejected'] as const) this.refreshOutcomes.labels(outcome).inc(0)
+    for (const outcome of ['rotated', 'retried', 'replay_revoked', 'rejected'] as const) this.refreshOutcomes.labels(outcome).inc(0)
     for (const decision of ['allowed', 'throttled'] as const) this.loginThrottle.labels(decision).inc(0)
     for (const cause of ['database', 'handler_timeout', 'hash_queue_full'] as const) this.unavailableResponses.labels(cause).inc(0)
   }

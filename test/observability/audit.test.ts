@@ -79,19 +79,29 @@ describe('audit events (issue 19)', () => {
     expectNowhere('wrong-password-9', 'carol@acme.example', email)
   })
 
-  it('logs a replayed refresh token once at warn, with user, family and client address, never the token', async () => {
+  it('logs a retried refresh token (within the grace) at info and a replayed one once at warn, with user, family and client address, never the token', async () => {
     const { refresh } = await obtainTokens(context.app, 'bob@beta.example', DEMO_PASSWORD)
     lines.length = 0
-    const rotate = () => context.app.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', remoteAddress: CLIENT, payload: { refresh } })
+    const rotate = (token = refresh) =>
+      context.app.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', remoteAddress: CLIENT, payload: { refresh: token } })
     const next = await rotate()
     expect(next.statusCode).toBe(200)
-    expect((await rotate()).statusCode).toBe(401)
+    expect((await rotate()).statusCode).toBe(200) // a retry: its successor is unused
+    expect(eventLines(AUDIT_EVENTS.refreshTokenReplayed)).toEqual([])
+    const successor = next.json<{ refresh: string }>().refresh
+    const last = await rotate(successor)
+    expect(last.statusCode).toBe(200)
+    expect((await rotate()).statusCode).toBe(401) // its successor was used: a replay
     expect((await rotate()).statusCode).toBe(401) // the family is already revoked: no second event
+    const familyId = (JSON.parse(Buffer.from(refresh.split('.')[1]!, 'base64url').toString()) as { fid: string }).fid
+    const fields = { user_id: DEMO.users.bob, family_id: familyId, client_address: CLIENT }
+    const retries = eventLines(AUDIT_EVENTS.refreshTokenRetried)
+    expect(retries).toHaveLength(1)
+    expect(retries[0]).toMatchObject({ level: INFO, ...fields })
     const events = eventLines(AUDIT_EVENTS.refreshTokenReplayed)
     expect(events).toHaveLength(1)
-    const familyId = (JSON.parse(Buffer.from(refresh.split('.')[1]!, 'base64url').toString()) as { fid: string }).fid
-    expect(events[0]).toMatchObject({ level: WARN, user_id: DEMO.users.bob, family_id: familyId, client_address: CLIENT })
-    expectNowhere(refresh, next.json<{ refresh: string }>().refresh)
+    expect(events[0]).toMatchObject({ level: WARN, ...fields })
+    expectNowhere(refresh, successor, last.json<{ refresh: string }>().refresh)
   })
 
   it('logs a webhook rejected for its secret or its signature once each at warn, without the secret', async () => {

@@ -33,12 +33,16 @@ describe('Prometheus metrics (issue 19)', () => {
   it('counts login throttle decisions, refresh outcomes and webhook rejections', async () => {
     const { refresh } = await obtainTokens(context.app, 'bob@beta.example', DEMO_PASSWORD)
     const rotate = (token: string) => context.app.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh: token } })
-    expect((await rotate(refresh)).statusCode).toBe(200)
-    expect((await rotate(refresh)).statusCode).toBe(401)
+    const next = await rotate(refresh)
+    expect(next.statusCode).toBe(200)
+    expect((await rotate(refresh)).statusCode).toBe(200) // a retry within the grace
+    expect((await rotate(next.json<{ refresh: string }>().refresh)).statusCode).toBe(200)
+    expect((await rotate(refresh)).statusCode).toBe(401) // its successor was used: a replay
     expect((await context.app.inject({ method: 'POST', url: '/webhook/esign/wrong-secret', payload: {} })).statusCode).toBe(404)
     const text = await exposition()
     expect(sample(text, 'login_throttle_decisions_total{decision="allowed"}')).toBeGreaterThanOrEqual(1)
     expect(sample(text, 'refresh_token_rotations_total{outcome="rotated"}')).toBeGreaterThanOrEqual(1)
+    expect(sample(text, 'refresh_token_rotations_total{outcome="retried"}')).toBe(1)
     expect(sample(text, 'refresh_token_rotations_total{outcome="replay_revoked"}')).toBe(1)
     expect(sample(text, 'webhook_deliveries_total{outcome="rejected"}')).toBe(1)
     expect(text).toContain('password_hash_queue_depth 0')

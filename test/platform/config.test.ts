@@ -46,6 +46,8 @@ describe('configuration', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ JWT_SIGNING_KEY: 'short' }, 'JWT_SIGNING_KEY'],
     [{ JWT_PRIVATE_KEY: 'x' }, 'JWT_PUBLIC_KEY'],
+    [{ JWT_SIGNING_KEY_FALLBACKS: `${'k'.repeat(40)},short` }, 'JWT_SIGNING_KEY_FALLBACKS'],
+    [{ JWT_PUBLIC_KEY_FALLBACKS: 'not a key' }, 'JWT_PUBLIC_KEY_FALLBACKS'],
   ])('stops on a bad value and names it: %o', (env, name) => {
     expect(() => loadConfig(env)).toThrowError(ConfigError)
     expect(() => loadConfig(env)).toThrowError(name)
@@ -111,6 +113,15 @@ describe('configuration', () => {
     expect(loadConfig({ NODE_ENV: 'production', ALLOW_DEMO_DATA: 'true', ...STRONG_ENV }).demoData).toBe(true)
     expect(loadConfig({}).demoData).toBe(true)
     expect(() => loadConfig({ NODE_ENV: 'production', ALLOW_DEMO_DATA: 'yes' })).toThrowError('ALLOW_DEMO_DATA')
+  })
+
+  it('refuses the demo signing key or a weak key among JWT_SIGNING_KEY_FALLBACKS in production: a fallback still verifies tokens', () => {
+    const own = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app', ...STRONG_ENV }
+    expect(() => loadConfig({ ...own, JWT_SIGNING_KEY_FALLBACKS: `${STRONG.jwt.slice(1)}x,${DEMO_SECRETS.JWT_SIGNING_KEY}` })).toThrowError(
+      /^JWT_SIGNING_KEY_FALLBACKS: item 2 a demo value/,
+    )
+    expect(() => loadConfig({ ...own, JWT_SIGNING_KEY_FALLBACKS: 'o'.repeat(40) })).toThrowError(/^JWT_SIGNING_KEY_FALLBACKS: /)
+    expect(loadConfig({ ...own, JWT_SIGNING_KEY_FALLBACKS: ` ${STRONG.jwt}x ` }).jwt.secretFallbacks).toEqual([`${STRONG.jwt}x`])
   })
 
   it('takes PEM keys in production in place of a JWT signing secret', () => {

@@ -24,9 +24,9 @@ export async function describeHostileInput(extraRoutes?: FastifyPluginAsync, gro
   const logDestination: LogDestination = { write: (line: string) => void lines.push(line) }
 
   // One address sends thousands of failed logins: the per-address login limit would soon refuse the
-  // fuzzer's own sessions.
+  // fuzzer's own sessions. No refresh grace: the model takes every spent refresh token for a replay.
   const ctx = useTestApp(
-    { LOG_LEVEL: 'trace', LOGIN_FAILURES_PER_ADDRESS: '999999', ESIGN_WEBHOOK_SECRETS: `${WEBHOOK_SECRET},${OLD_WEBHOOK_SECRET}`, ESIGN_WEBHOOK_HMAC_KEY: WEBHOOK_HMAC_KEY },
+    { LOG_LEVEL: 'trace', LOGIN_FAILURES_PER_ADDRESS: '999999', REFRESH_REUSE_GRACE: '0', ESIGN_WEBHOOK_SECRETS: `${WEBHOOK_SECRET},${OLD_WEBHOOK_SECRET}`, ESIGN_WEBHOOK_HMAC_KEY: WEBHOOK_HMAC_KEY },
     { logDestination, extraRoutes },
   )
 
