@@ -53,7 +53,7 @@ export interface paths {
         };
         /**
          * Public keys of the token signer (JWKS)
-         * @description Public; cacheable for 5 minutes. With a key pair (EdDSA or RS256) a gateway verifies access tokens with these keys; with the default shared secret (HS256) the set is empty.
+         * @description Public; cacheable for 5 minutes. With a key pair (EdDSA or RS256) a gateway verifies access tokens with these keys, chosen by the token header's `kid`: the signing key first, then the previous ones (`JWT_PUBLIC_KEY_FALLBACKS`) whose tokens still live; with the default shared secret (HS256) the set is empty.
          */
         get: operations["getJsonWebKeySet"];
         put?: never;
@@ -115,7 +115,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate a refresh token
-         * @description Spends the refresh token and returns a new pair of the same family: keep the new `refresh`, the old one is now spent. Replaying a spent token revokes the whole family (every token of that login).
+         * @description Spends the refresh token and returns a new pair of the same family: keep the new `refresh`, the old one is now spent. A retry is safe: the spent token sent again within `REFRESH_REUSE_GRACE` (30 s by default) of its rotation, while its successor is unused, answers 200 with that same successor `refresh` (byte for byte) and a fresh `access`. Replaying a spent token after the grace, or once its successor was used, revokes the whole family (every token of that login).
          */
         post: operations["refreshTokens"];
         delete?: never;
@@ -1065,7 +1065,7 @@ export interface operations {
             };
             /**
              * @description Unauthorized:
-             *     - `token_not_valid`: The refresh token is malformed, expired, forged, an access token, already spent (which revokes its family) or past the family's absolute lifetime, or its user was disabled
+             *     - `token_not_valid`: The refresh token is malformed, expired, forged, an access token, already spent and past its retry grace (which revokes its family) or past the family's absolute lifetime, or its user was disabled
              */
             401: {
                 headers: {

@@ -23,7 +23,7 @@ export interface KeyRow {
   abandoned: boolean
 }
 
-/** How long a key and its answer are kept (CONTRACT.md §5); the retention command deletes older ones. */
+/** How long a key and its answer are kept (docs/api.md); the retention command deletes older ones. */
 export const KEY_LIFETIME_SECONDS = 24 * 60 * 60
 
 const claimStatement = new Precompiled((db, p: Claim) =>
