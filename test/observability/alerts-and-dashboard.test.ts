@@ -158,8 +158,12 @@ async function scrapeAfterTraffic(): Promise<string> {
   expect((await post(service.baseUrl, '/api/auth/v1/token', { email: 'bob@beta.example', password: 'not the password' })).status).toBe(401)
   const companies = await fetch(`${service.baseUrl}/api/company/v1/get-user-companies`, { headers: { authorization: `Bearer ${access}` } })
   expect(companies.status).toBe(200)
-  // A replay last: it revokes the family, the access token with it.
+  // A retry within the grace, then a replay last (the successor used first): it revokes the family.
+  const rotated = await post(service.baseUrl, '/api/auth/v1/token/refresh', { refresh })
+  expect(rotated.status).toBe(200)
+  const { refresh: successor } = (await rotated.json()) as { refresh: string }
   expect((await post(service.baseUrl, '/api/auth/v1/token/refresh', { refresh })).status).toBe(200)
+  expect((await post(service.baseUrl, '/api/auth/v1/token/refresh', { refresh: successor })).status).toBe(200)
   expect((await post(service.baseUrl, '/api/auth/v1/token/refresh', { refresh })).status).toBe(401)
   const scrape = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
   expect(scrape.status).toBe(200)

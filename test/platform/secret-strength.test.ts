@@ -42,6 +42,7 @@ describe('secret strength (issue 26, items 3 and 4)', () => {
   it('documents its minimums: 32 for the JWT key, webhook secrets and HMAC key, 50 for the old platform key', () => {
     expect(PRODUCTION_SECRET_RULES).toEqual({
       JWT_SIGNING_KEY: { minLength: 32 },
+      JWT_SIGNING_KEY_FALLBACKS: { minLength: 32, list: true },
       LEGACY_SECRET_KEY: { minLength: 50 },
       LEGACY_SECRET_KEY_FALLBACKS: { minLength: 50, list: true },
       ESIGN_WEBHOOK_SECRETS: { minLength: 32, list: true },
