@@ -58,7 +58,13 @@ function parseVariant(text: string): Variant {
   const label = (colon === -1 ? text : text.slice(0, colon)).trim()
   if (!label) throw new Error(`--variant ${JSON.stringify(text)}: a label comes first`)
   const variant: Variant = { label, nodeArgs: [], env: {}, root: undefined, ownSqlFloor: false }
-  for (const token of colon === -1 ? [] : text.slice(colon + 1).trim().split(/\s+/).filter(Boolean)) {
+  for (const token of colon === -1
+    ? []
+    : text
+        .slice(colon + 1)
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean)) {
     const equals = token.indexOf('=')
     if (token.startsWith('--')) variant.nodeArgs.push(token)
     else if (token.startsWith('dir=')) variant.root = token.slice('dir='.length)
@@ -132,7 +138,11 @@ async function startVariants(options: Options): Promise<Measured[]> {
   for (const [index, variant] of options.variants.entries()) {
     const tokenSource = variant.ownSqlFloor ? servers[serviceIndex]! : servers[index]!
     for (const scenario of options.scenarios) {
-      const phase = await scenario.prepare({ baseUrl: tokenSource.baseUrl, databaseUrl: options.databaseUrl, requestBudget: refreshBudget(options, scenario) })
+      const phase = await scenario.prepare({
+        baseUrl: tokenSource.baseUrl,
+        databaseUrl: options.databaseUrl,
+        requestBudget: refreshBudget(options, scenario),
+      })
       const label = options.scenarios.length > 1 ? `${variant.label}/${scenario.id}` : variant.label
       measured.push({ variant, scenario, label, server: servers[index]!, spec: phase(), runs: [] })
     }
@@ -174,7 +184,14 @@ async function main(): Promise<void> {
     const measured = await startVariants(options)
     const database = databaseName(options.databaseUrl)
     const load = (entry: Measured, seconds: number) =>
-      runLoad({ baseUrl: entry.server.baseUrl, spec: entry.spec, connections: options.connections, durationSeconds: seconds, serverPid: entry.server.pid, database })
+      runLoad({
+        baseUrl: entry.server.baseUrl,
+        spec: entry.spec,
+        connections: options.connections,
+        durationSeconds: seconds,
+        serverPid: entry.server.pid,
+        database,
+      })
     for (const entry of measured) await load(entry, options.warmup)
     for (const scenario of options.scenarios) say(`${scenario.id}: ${scenario.label}`)
     say(`${options.rounds} rounds of ${options.duration} s per variant and scenario`)

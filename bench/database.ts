@@ -128,7 +128,9 @@ export async function createRefreshTokens(databaseUrl: string, count: number, us
       const stored = Array.from({ length: size }, () => ({ familyId: randomUUID(), jti: newJti(), term: signer.refreshTerm() }))
       await handle.db
         .insertInto('token_families')
-        .values(stored.map(({ familyId, jti }) => ({ id: familyId, user_id: userId, absolute_expires_at: familyExpiresAt, current_refresh_jti: jti })))
+        .values(
+          stored.map(({ familyId, jti }) => ({ id: familyId, user_id: userId, absolute_expires_at: familyExpiresAt, current_refresh_jti: jti })),
+        )
         .execute()
       tokens.push(...stored.map(({ familyId, jti, term }) => signer.signRefreshStored(jti, userId, familyId, term).token))
     }
@@ -147,7 +149,14 @@ export function serviceTokenSigner(): Promise<TokenSigner> {
     const jwtApp = Fastify()
     await jwtApp.register(fastifyJwt, { secret: DEMO_SECRETS.JWT_SIGNING_KEY, sign: { algorithm: 'HS256' } })
     await jwtApp.ready()
-    const jwt = { algorithm: 'HS256' as const, secret: DEMO_SECRETS.JWT_SIGNING_KEY, secretFallbacks: [], publicKeyFallbacks: [], issuer: undefined, audience: undefined }
+    const jwt = {
+      algorithm: 'HS256' as const,
+      secret: DEMO_SECRETS.JWT_SIGNING_KEY,
+      secretFallbacks: [],
+      publicKeyFallbacks: [],
+      issuer: undefined,
+      audience: undefined,
+    }
     return new TokenSigner(jwtApp.jwt, { accessTokenTtl: 3_600, refreshTokenTtl: 86_400, jwt })
   })()
   return signer

@@ -83,15 +83,18 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const sampler = options.serverPid === undefined ? undefined : new ResourceSampler(options.serverPid, options.database ?? 'bench')
   const { path, ...spec } = options.spec
   const latencies = new Latencies()
-  const result = await autocannonRun({
-    url: `${options.baseUrl}${path}`,
-    ...spec,
-    connections: options.connections,
-    pipelining: 1,
-    duration: options.durationSeconds,
-    timeout: 10,
-    ...(options.overallRate ? { overallRate: options.overallRate } : {}),
-  }, latencies)
+  const result = await autocannonRun(
+    {
+      url: `${options.baseUrl}${path}`,
+      ...spec,
+      connections: options.connections,
+      pipelining: 1,
+      duration: options.durationSeconds,
+      timeout: 10,
+      ...(options.overallRate ? { overallRate: options.overallRate } : {}),
+    },
+    latencies,
+  )
   const times = latencies.summary()
   const resources = sampler?.stop()
   const rss = resources?.rss ?? []

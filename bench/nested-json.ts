@@ -63,12 +63,17 @@ async function realProcess(): Promise<void> {
     return performance.now() - started
   }
   try {
-    for (let up = false; !up; ) up = await live().then(() => true, () => new Promise((resolve) => setTimeout(() => resolve(false), 200)))
+    for (let up = false; !up;)
+      up = await live().then(
+        () => true,
+        () => new Promise((resolve) => setTimeout(() => resolve(false), 200)),
+      )
     const quiet: number[] = []
     for (let i = 0; i < 40; i += 1) quiet.push(await live())
     let stop = false
     const nested = async () => {
-      while (!stop) await (await fetch(`${base}/api/auth/v1/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).arrayBuffer()
+      while (!stop)
+        await (await fetch(`${base}/api/auth/v1/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).arrayBuffer()
     }
     const load = Array.from({ length: 8 }, nested)
     const loaded: number[] = []

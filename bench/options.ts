@@ -89,7 +89,10 @@ export function parseOptions(argv: string[]): BenchOptions {
     logLevel: values['log-level'],
     poolSize: number('pool-size', values['pool-size'], 1, 200),
     pglite: values.pglite,
-    only: values.only.split(',').map((id) => id.trim()).filter(Boolean),
+    only: values.only
+      .split(',')
+      .map((id) => id.trim())
+      .filter(Boolean),
     profile: values.profile,
     loggingCost: !values['no-logging-cost'],
     startupRuns: number('startup-runs', values['startup-runs'], 1, 20),

@@ -111,7 +111,9 @@ try {
         const spec = (await scenario.prepare({ baseUrl: service.baseUrl, databaseUrl, requestBudget: 0 }))()
         await runLoad({ baseUrl: service.baseUrl, spec, connections, durationSeconds: warmup })
         const result = await runLoad({ baseUrl: service.baseUrl, spec, connections, durationSeconds: duration, serverPid: service.pid, database })
-        process.stderr.write(`round ${round} ${setup.id}: ${Math.round(result.requestsPerSecond)} req/s, p99 ${result.p99Ms.toFixed(1)} ms, non-2xx ${result.non2xx}\n`)
+        process.stderr.write(
+          `round ${round} ${setup.id}: ${Math.round(result.requestsPerSecond)} req/s, p99 ${result.p99Ms.toFixed(1)} ms, non-2xx ${result.non2xx}\n`,
+        )
         results.set(setup.id, [...(results.get(setup.id) ?? []), result])
         if (setup.id === 'pgbouncer-prepared') {
           // Evidence that the names went through: PgBouncer prepared each on the server far less often than it bound them.
@@ -137,7 +139,7 @@ const rows = setups.map((setup) => {
   const runs = results.get(setup.id) ?? []
   const ratios = runs.map((result, round) => result.requestsPerSecond / (directRuns[round]?.requestsPerSecond || Number.NaN))
   const cell = (pick: (result: LoadResult) => number, digits = 0) => runs.map((result) => pick(result).toFixed(digits)).join(' / ')
-  const pgMicrosPerRequest = (result: LoadResult) => (result.postgresCpuPercent / 100) * 1e6 / (result.requestsPerSecond || 1)
+  const pgMicrosPerRequest = (result: LoadResult) => ((result.postgresCpuPercent / 100) * 1e6) / (result.requestsPerSecond || 1)
   return `| ${setup.label} | ${cell((result) => result.requestsPerSecond)} | ${ratios.map((ratio) => ratio.toFixed(2)).join(' / ')} (median ${median(ratios).toFixed(2)}) | ${cell((result) => result.p99Ms, 1)} | ${cell((result) => result.non2xx + result.errors)} | ${cell(pgMicrosPerRequest)} |`
 })
 process.stdout.write(

@@ -114,7 +114,13 @@ export interface StartTimes {
 }
 
 /** Waits for a spawned server: first the open port, then a successful readiness request. */
-export async function waitForServer(child: ChildProcess, port: number, readyPath: string, spawnedAt: number, timeoutMs = 60_000): Promise<StartTimes> {
+export async function waitForServer(
+  child: ChildProcess,
+  port: number,
+  readyPath: string,
+  spawnedAt: number,
+  timeoutMs = 60_000,
+): Promise<StartTimes> {
   await pollUntil(child, `port ${port}`, () => canConnect(port), timeoutMs)
   const listeningMs = performance.now() - spawnedAt
   await pollUntil(child, `GET ${readyPath}`, () => isReady(`http://127.0.0.1:${port}${readyPath}`), timeoutMs)
@@ -204,7 +210,11 @@ export class ResourceSampler {
   private readonly runnerAtStart = process.cpuUsage()
   private readonly postgresAtStart: Map<number, number>
 
-  constructor(private readonly pid: number, private readonly database: string, intervalMs = 250) {
+  constructor(
+    private readonly pid: number,
+    private readonly database: string,
+    intervalMs = 250,
+  ) {
     this.cpuAtStart = cpuSeconds(pid) ?? 0
     this.postgresAtStart = postgresBackendsCpu(database)
     this.sample()

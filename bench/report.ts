@@ -41,7 +41,17 @@ export interface RouteResult {
 
 export interface BenchResults {
   machine: MachineInfo
-  settings: { args: string; logLevel: string; poolSize: number; connections: number; duration: number; warmup: number; soak: number; readRate: number; rounds: number }
+  settings: {
+    args: string
+    logLevel: string
+    poolSize: number
+    connections: number
+    duration: number
+    warmup: number
+    soak: number
+    readRate: number
+    rounds: number
+  }
   /** Floor (b) runs, in the order measured. */
   argon2: Argon2Floor[]
   /** Floor (a) runs, in the order measured (between the service's groups of routes). */
@@ -161,7 +171,12 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
   const steady = [...results.routes.map((route) => route.result), ...(results.soak ? [results.soak.result] : [])]
   if (steady.length > 0) {
     const highest = Math.max(...steady.map((result) => result.rssSteady))
-    checks.push({ target: 'steady RSS under load on PostgreSQL (highest of all runs)', measured: `${fixed(highest)} MiB`, required: '< 200 MiB', pass: highest < 200 })
+    checks.push({
+      target: 'steady RSS under load on PostgreSQL (highest of all runs)',
+      measured: `${fixed(highest)} MiB`,
+      required: '< 200 MiB',
+      pass: highest < 200,
+    })
   }
   if (results.soak) {
     const growth = results.soak.endMiB - results.soak.startMiB
@@ -174,7 +189,12 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
   }
   if (results.startup.pglite.length > 0) {
     const ready = median(results.startup.pglite.map((run) => run.readyMs))
-    checks.push({ target: 'start-up to ready, existing embedded database (median)', measured: `${fixed(ready)} ms`, required: '< 1500 ms', pass: ready < 1500 })
+    checks.push({
+      target: 'start-up to ready, existing embedded database (median)',
+      measured: `${fixed(ready)} ms`,
+      required: '< 1500 ms',
+      pass: ready < 1500,
+    })
   }
   if (results.startup.postgres.length > 0) {
     const ready = median(results.startup.postgres.map((run) => run.readyMs))
@@ -187,10 +207,28 @@ const row = (cells: (string | number)[]): string => `| ${cells.join(' | ')} |`
 /** A table header; the first `left` columns are text, the others numbers (right-aligned). */
 const header = (cells: string[], left = 1): string[] => [row(cells), row(cells.map((_, index) => (index < left ? '---' : '---:')))]
 
-const LOAD_COLUMNS = ['route', 'scenario', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'RSS steady MiB', 'RSS max MiB', 'CPU server %', 'CPU PG %', 'CPU runner %', 'CPU machine %', 'server CPU µs/req', 'PG CPU µs/req']
+const LOAD_COLUMNS = [
+  'route',
+  'scenario',
+  'req/s',
+  'p50 ms',
+  'p99 ms',
+  'max ms',
+  'non-2xx',
+  'errors',
+  'RSS steady MiB',
+  'RSS max MiB',
+  'CPU server %',
+  'CPU PG %',
+  'CPU runner %',
+  'CPU machine %',
+  'server CPU µs/req',
+  'PG CPU µs/req',
+]
 
 /** CPU time per request in µs, from a CPU share (percent of one core) and the request rate: steadier than the rate when other work competes. */
-export const perRequestMicros = (cpuPercent: number, result: LoadResult): number => (cpuPercent / 100 / Math.max(result.requestsPerSecond, 1e-9)) * 1e6
+export const perRequestMicros = (cpuPercent: number, result: LoadResult): number =>
+  (cpuPercent / 100 / Math.max(result.requestsPerSecond, 1e-9)) * 1e6
 
 function loadRow(route: string, label: string, result: LoadResult): string {
   // Rows without resource sampling (the login load beside the mixed test) and PostgreSQL figures of
@@ -239,10 +277,22 @@ function floorTable(floor: LoadResult[]): string[] {
 function startupSection(results: BenchResults): string[] {
   const { postgres, pglite, pgliteCreate } = results.startup
   if (postgres.length === 0 && pglite.length === 0) return []
-  const lines = ['## Start-up (spawn → port open → first 200 of /health/ready)', '', ...header(['database', 'runs', 'listening ms (median)', 'ready ms (median)', 'ready ms (each run)'])]
+  const lines = [
+    '## Start-up (spawn → port open → first 200 of /health/ready)',
+    '',
+    ...header(['database', 'runs', 'listening ms (median)', 'ready ms (median)', 'ready ms (each run)']),
+  ]
   const add = (name: string, runs: StartTimes[]) => {
     if (runs.length === 0) return
-    lines.push(row([name, runs.length, fixed(median(runs.map((run) => run.listeningMs))), fixed(median(runs.map((run) => run.readyMs))), runs.map((run) => fixed(run.readyMs)).join(', ')]))
+    lines.push(
+      row([
+        name,
+        runs.length,
+        fixed(median(runs.map((run) => run.listeningMs))),
+        fixed(median(runs.map((run) => run.readyMs))),
+        runs.map((run) => fixed(run.readyMs)).join(', '),
+      ]),
+    )
   }
   add('PostgreSQL', postgres)
   add('embedded, existing PGLITE_DIR', pglite)
@@ -285,7 +335,9 @@ export function renderMarkdown(results: BenchResults): string {
     `- Machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${fixed(machine.memoryGiB, 1)} GiB memory; Node ${machine.node}; PostgreSQL ${machine.postgres} on the same machine`,
     `- Load generator: autocannon in the runner process (same machine), ${settings.connections} connections, pipelining 1, ${settings.duration} s per route after ${settings.warmup} s of warm-up`,
     ...(settings.rounds > 1
-      ? [`- Rounds: the routes on PostgreSQL were measured ${settings.rounds} times, each time between runs of their floor; each target takes the median of its rounds' ratios`]
+      ? [
+          `- Rounds: the routes on PostgreSQL were measured ${settings.rounds} times, each time between runs of their floor; each target takes the median of its rounds' ratios`,
+        ]
       : []),
     `- Service: \`${['node', ...productionNodeFlags(), 'dist/server.js'].join(' ')}\` (as \`npm start\`), NODE_ENV=production, LOG_LEVEL=${settings.logLevel} (logs to a file), DATABASE_POOL_SIZE=${settings.poolSize}; the floor server uses the same level and pool size`,
     `- UV_THREADPOOL_SIZE: ${machine.threadpool}`,
@@ -304,9 +356,14 @@ export function renderMarkdown(results: BenchResults): string {
       : '- (a) not measured',
     results.argon2.length > 0
       ? `- (b) raw argon2.verify with ARGON2_OPTIONS, ${results.argon2[0]!.concurrency} in flight, UV_THREADPOOL_SIZE ${results.argon2[0]!.threadpoolSize}: ` +
-        results.argon2.map((run, index) => `run ${index + 1} **${fixed(run.perSecond, 1)} verifications/s** (p50 ${fixed(run.p50Ms, 1)} ms, p99 ${fixed(run.p99Ms, 1)} ms, ${fixed(run.cpuMsPerVerify, 1)} ms CPU each)`).join('; ')
+        results.argon2
+          .map(
+            (run, index) =>
+              `run ${index + 1} **${fixed(run.perSecond, 1)} verifications/s** (p50 ${fixed(run.p50Ms, 1)} ms, p99 ${fixed(run.p99Ms, 1)} ms, ${fixed(run.cpuMsPerVerify, 1)} ms CPU each)`,
+          )
+          .join('; ')
       : '- (b) not measured',
-    '- Each route is compared with the mean of the floor runs measured just before and just after it (the floors are interleaved with the groups of routes, so that a change in the machine\'s background load between them shows and hurts neither side).',
+    "- Each route is compared with the mean of the floor runs measured just before and just after it (the floors are interleaved with the groups of routes, so that a change in the machine's background load between them shows and hurts neither side).",
     ...floorTable(results.floor),
     ...routesSection('Routes on PostgreSQL', results.routes),
   ]
@@ -339,7 +396,11 @@ export function renderMarkdown(results: BenchResults): string {
     for (const { level, result } of results.loggingCost) lines.push(loadRow('9', `LOG_LEVEL=${level}`, result))
     lines.push('')
   }
-  lines.push(...startupSection(results), ...routesSection('Read routes on the embedded database (PGlite; no target)', results.pglite), ...profileSection(results.profile))
+  lines.push(
+    ...startupSection(results),
+    ...routesSection('Read routes on the embedded database (PGlite; no target)', results.pglite),
+    ...profileSection(results.profile),
+  )
   return lines.join('\n')
 }
 

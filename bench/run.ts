@@ -64,7 +64,11 @@ function logProblems(file: string, limit = 5): string[] {
     } finally {
       closeSync(fd)
     }
-    return tail.toString('utf8').split('\n').filter((line) => /"level":(4|5|6)0/.test(line)).slice(-limit)
+    return tail
+      .toString('utf8')
+      .split('\n')
+      .filter((line) => /"level":(4|5|6)0/.test(line))
+      .slice(-limit)
   } catch {
     return []
   }
@@ -76,7 +80,11 @@ class Bench {
   /** Whose PostgreSQL backends count as the service's database work. */
   private readonly database: string
 
-  constructor(readonly options: BenchOptions, machine: MachineInfo, private readonly workDir: string) {
+  constructor(
+    readonly options: BenchOptions,
+    machine: MachineInfo,
+    private readonly workDir: string,
+  ) {
     this.database = databaseName(options.databaseUrl)
     this.results = {
       machine,
@@ -160,7 +168,9 @@ class Bench {
       (this.options.duration + this.options.warmup + 60) * 1000,
     )
     const floor = JSON.parse(output) as Argon2Floor
-    say(`  argon2 ${floor.perSecond.toFixed(1)} verifications/s  p50 ${floor.p50Ms.toFixed(1)} ms  p99 ${floor.p99Ms.toFixed(1)} ms  ${floor.cpuMsPerVerify.toFixed(1)} ms CPU each`)
+    say(
+      `  argon2 ${floor.perSecond.toFixed(1)} verifications/s  p50 ${floor.p50Ms.toFixed(1)} ms  p99 ${floor.p99Ms.toFixed(1)} ms  ${floor.cpuMsPerVerify.toFixed(1)} ms CPU each`,
+    )
     return floor
   }
 
@@ -171,7 +181,12 @@ class Bench {
    */
   async routesOnPostgres(): Promise<void> {
     const floorLog = this.logFile('floor')
-    const floor = await startFloorServer({ databaseUrl: this.options.databaseUrl, logLevel: this.options.logLevel, poolSize: this.options.poolSize, logFile: floorLog })
+    const floor = await startFloorServer({
+      databaseUrl: this.options.databaseUrl,
+      logLevel: this.options.logLevel,
+      poolSize: this.options.poolSize,
+      logFile: floorLog,
+    })
     const options = this.serviceOptions()
     const service = await startService(options)
     const groups: { scenarios: Scenario[]; floor: 'a' | 'b' }[] = [
@@ -181,9 +196,7 @@ class Bench {
     ]
     /** Measures a floor; its index in the results. */
     const measureFloor = async (kind: 'a' | 'b'): Promise<number> =>
-      kind === 'a'
-        ? this.results.floor.push(await this.measure(floor, FLOOR, floorLog)) - 1
-        : this.results.argon2.push(await this.argon2Floor()) - 1
+      kind === 'a' ? this.results.floor.push(await this.measure(floor, FLOOR, floorLog)) - 1 : this.results.argon2.push(await this.argon2Floor()) - 1
     // A floor (a) run with nothing measured after it: it closes one group and opens the next.
     let freshFloor: number | undefined
     try {
@@ -219,16 +232,30 @@ class Bench {
     const read = READS.find((scenario) => scenario.id === 'r9')!
     const readLoad = await read.prepare({ baseUrl: service.baseUrl, databaseUrl: this.options.databaseUrl, requestBudget: 0 })
     const readRun = (durationSeconds: number, serverPid?: number) =>
-      runLoad({ baseUrl: service.baseUrl, spec: readLoad(), connections: 2, overallRate: MIXED_READ_RATE, durationSeconds, ...(serverPid ? { serverPid, database: this.database } : {}) })
+      runLoad({
+        baseUrl: service.baseUrl,
+        spec: readLoad(),
+        connections: 2,
+        overallRate: MIXED_READ_RATE,
+        durationSeconds,
+        ...(serverPid ? { serverPid, database: this.database } : {}),
+      })
     await readRun(this.options.warmup || 1)
     const idle = await readRun(this.options.duration, service.pid)
     await sleep(1_000)
     const [underLogin, login] = await Promise.all([
       readRun(this.options.duration, service.pid),
-      runLoad({ baseUrl: service.baseUrl, spec: loginSpec('/api/auth/v1/token'), connections: this.options.connections, durationSeconds: this.options.duration }),
+      runLoad({
+        baseUrl: service.baseUrl,
+        spec: loginSpec('/api/auth/v1/token'),
+        connections: this.options.connections,
+        durationSeconds: this.options.duration,
+      }),
     ])
     this.results.mixed = { idle, underLogin, login }
-    say(`  mixed  route 9 p99 idle ${idle.p99Ms.toFixed(1)} ms, during logins ${underLogin.p99Ms.toFixed(1)} ms (logins ${login.requestsPerSecond.toFixed(1)}/s)`)
+    say(
+      `  mixed  route 9 p99 idle ${idle.p99Ms.toFixed(1)} ms, during logins ${underLogin.p99Ms.toFixed(1)} ms (logins ${login.requestsPerSecond.toFixed(1)}/s)`,
+    )
     await sleep(1_000)
   }
 
@@ -236,8 +263,16 @@ class Bench {
   async soak(service: RunningServer): Promise<void> {
     const route = READS.find((scenario) => scenario.id === 'r4')!
     const load = await route.prepare({ baseUrl: service.baseUrl, databaseUrl: this.options.databaseUrl, requestBudget: 0 })
-    const result = await runLoad({ baseUrl: service.baseUrl, spec: load(), connections: this.options.connections, durationSeconds: this.options.soak, serverPid: service.pid, database: this.database })
-    const at = (fraction: number) => result.rssSamples[Math.min(result.rssSamples.length - 1, Math.floor(fraction * (result.rssSamples.length - 1)))] ?? 0
+    const result = await runLoad({
+      baseUrl: service.baseUrl,
+      spec: load(),
+      connections: this.options.connections,
+      durationSeconds: this.options.soak,
+      serverPid: service.pid,
+      database: this.database,
+    })
+    const at = (fraction: number) =>
+      result.rssSamples[Math.min(result.rssSamples.length - 1, Math.floor(fraction * (result.rssSamples.length - 1)))] ?? 0
     this.results.soak = { result, startMiB: at(0.1), middleMiB: at(0.5), endMiB: at(1) }
     say(`  soak   ${result.requestsPerSecond.toFixed(0)} req/s; RSS ${at(0.1).toFixed(1)} → ${at(0.5).toFixed(1)} → ${at(1).toFixed(1)} MiB`)
   }
@@ -296,7 +331,8 @@ class Bench {
     const service = await startService(options)
     try {
       for (const scenario of READS) {
-        if (this.selected(scenario.id)) this.results.pglite.push({ scenario, result: await this.measure(service, scenario, options.logFile), floorRuns: [] })
+        if (this.selected(scenario.id))
+          this.results.pglite.push({ scenario, result: await this.measure(service, scenario, options.logFile), floorRuns: [] })
       }
     } finally {
       await stopChild(service.child)

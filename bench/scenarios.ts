@@ -83,13 +83,7 @@ export const READS: Scenario[] = [
     'bob@beta.example',
     `/api/company/v1/${roles.betaBuyer}/buyer/check-documents/${roles.acmeSeller}`,
   ),
-  readScenario(
-    'r9',
-    '9',
-    'GET title documents (bob, t1)',
-    'bob@beta.example',
-    `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t1}/documents`,
-  ),
+  readScenario('r9', '9', 'GET title documents (bob, t1)', 'bob@beta.example', `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t1}/documents`),
 ]
 
 /** Successful logins spread over the five active demo users (only failures count towards the throttle). */
@@ -236,12 +230,18 @@ function keyedScenario(id: string, route: '5' | '11', use: KeyUse): Scenario {
       const email = route === '5' ? 'bob@beta.example' : 'alice@acme.example'
       const token = await accessToken(baseUrl, email)
       const sameKey = randomUUID()
-      const all = route === '5'
-        ? [{ path: `/api/company/v1/${roles.betaBuyer}/document-solicitation/${roles.acmeSeller}`, body: JSON.stringify({ document_types: ['balance_sheet'] }) }]
-        : Array.from({ length: 4 }, (_, n) => ({
-            path: `/api/company/v1/${roles.acmeSeller}/customers/${BENCH_CUSTOMERS[n]}`,
-            body: JSON.stringify({ name: `Bench Customer ${n}`, tax_id: BENCH_CUSTOMER_TAX_IDS[n] }),
-          }))
+      const all =
+        route === '5'
+          ? [
+              {
+                path: `/api/company/v1/${roles.betaBuyer}/document-solicitation/${roles.acmeSeller}`,
+                body: JSON.stringify({ document_types: ['balance_sheet'] }),
+              },
+            ]
+          : Array.from({ length: 4 }, (_, n) => ({
+              path: `/api/company/v1/${roles.acmeSeller}/customers/${BENCH_CUSTOMERS[n]}`,
+              body: JSON.stringify({ name: `Bench Customer ${n}`, tax_id: BENCH_CUSTOMER_TAX_IDS[n] }),
+            }))
       // One key goes with one request: another path with it would be 422.
       const bodies = use === 'same' ? all.slice(0, 1) : all
       const headers = keyedHeaders(token, use, sameKey)
@@ -268,7 +268,12 @@ function keyedScenario(id: string, route: '5' | '11', use: KeyUse): Scenario {
   }
 }
 
-const BENCH_CUSTOMERS = ['7b000000-0000-4000-8000-000000000001', '7b000000-0000-4000-8000-000000000002', '7b000000-0000-4000-8000-000000000003', '7b000000-0000-4000-8000-000000000004']
+const BENCH_CUSTOMERS = [
+  '7b000000-0000-4000-8000-000000000001',
+  '7b000000-0000-4000-8000-000000000002',
+  '7b000000-0000-4000-8000-000000000003',
+  '7b000000-0000-4000-8000-000000000004',
+]
 /** Valid CNPJs of their own (the demo customers hold others). */
 const BENCH_CUSTOMER_TAX_IDS = ['11444777000161', '11222333000262', '98765432100060', '12ABC34501DE35']
 

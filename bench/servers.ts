@@ -80,7 +80,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
 }
 
 /** bench/floor-server.ts (through tsx) on the same database, pool size and log level. */
-export async function startFloorServer(options: { databaseUrl: string; logLevel: string; poolSize: number; logFile?: string }): Promise<RunningServer> {
+export async function startFloorServer(options: {
+  databaseUrl: string
+  logLevel: string
+  poolSize: number
+  logFile?: string
+}): Promise<RunningServer> {
   const port = await freePort()
   const env: NodeJS.ProcessEnv = {
     ...baseEnvironment(),

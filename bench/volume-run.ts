@@ -86,9 +86,24 @@ const { roles, titles, companies } = DEMO
 
 const READ_ROUTES = [
   { id: 'r4', label: '4 get-user-companies (alice)', email: 'alice@acme.example', path: '/api/company/v1/get-user-companies' },
-  { id: 'r6', label: '6 chat partner presence (bob)', email: 'bob@beta.example', path: `/api/company/v1/${roles.betaBuyer}/chat/partners/${roles.acmeSeller}/presence` },
-  { id: 'r7', label: '7 check-documents (bob → Acme)', email: 'bob@beta.example', path: `/api/company/v1/${roles.betaBuyer}/buyer/check-documents/${roles.acmeSeller}` },
-  { id: 'r9', label: '9 title documents (bob, t1, 3 docs)', email: 'bob@beta.example', path: `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t1}/documents` },
+  {
+    id: 'r6',
+    label: '6 chat partner presence (bob)',
+    email: 'bob@beta.example',
+    path: `/api/company/v1/${roles.betaBuyer}/chat/partners/${roles.acmeSeller}/presence`,
+  },
+  {
+    id: 'r7',
+    label: '7 check-documents (bob → Acme)',
+    email: 'bob@beta.example',
+    path: `/api/company/v1/${roles.betaBuyer}/buyer/check-documents/${roles.acmeSeller}`,
+  },
+  {
+    id: 'r9',
+    label: '9 title documents (bob, t1, 3 docs)',
+    email: 'bob@beta.example',
+    path: `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t1}/documents`,
+  },
 ]
 
 /** A new valid CNPJ per call: a customer's tax id is unique per seller. */
@@ -102,7 +117,12 @@ function nextCnpj(): string {
 const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0
 
 /** Sequential requests, one at a time, each timed alone: latency without queueing. */
-async function probe(count: number, before: () => Promise<void>, request: () => Promise<Response>, expected: number): Promise<{ p50: number; p99: number }> {
+async function probe(
+  count: number,
+  before: () => Promise<void>,
+  request: () => Promise<Response>,
+  expected: number,
+): Promise<{ p50: number; p99: number }> {
   const times: number[] = []
   for (let n = 0; n < count; n += 1) {
     await before()
@@ -127,21 +147,43 @@ class VolumeBench {
   }
 
   private async scenario(service: RunningServer, scenario: Scenario, databaseUrl: string, database: string): Promise<LoadResult> {
-    const load = await scenario.prepare({ baseUrl: service.baseUrl, databaseUrl, requestBudget: 3_000 * (this.options.duration + this.options.warmup) })
-    if (this.options.warmup > 0) await runLoad({ baseUrl: service.baseUrl, connections: this.options.connections, spec: load(), durationSeconds: this.options.warmup })
-    return runLoad({ baseUrl: service.baseUrl, connections: this.options.connections, spec: load(), durationSeconds: this.options.duration, serverPid: service.pid, database })
+    const load = await scenario.prepare({
+      baseUrl: service.baseUrl,
+      databaseUrl,
+      requestBudget: 3_000 * (this.options.duration + this.options.warmup),
+    })
+    if (this.options.warmup > 0)
+      await runLoad({ baseUrl: service.baseUrl, connections: this.options.connections, spec: load(), durationSeconds: this.options.warmup })
+    return runLoad({
+      baseUrl: service.baseUrl,
+      connections: this.options.connections,
+      spec: load(),
+      durationSeconds: this.options.duration,
+      serverPid: service.pid,
+      database,
+    })
   }
 
   /** Every route on one database: the service and the own-SQL floor server both running, one loaded at a time. */
   async measureDatabase(databaseUrl: string): Promise<Measurement[]> {
     const database = new URL(databaseUrl).pathname.slice(1)
-    const service = await startService({ database: { kind: 'postgres', url: databaseUrl }, logLevel: 'info', poolSize: this.options.poolSize, env: { ALLOW_DEMO_SECRETS: 'true' }, logFile: join(tmpdir(), `volume-bench-service-${process.pid}.log`) })
+    const service = await startService({
+      database: { kind: 'postgres', url: databaseUrl },
+      logLevel: 'info',
+      poolSize: this.options.poolSize,
+      env: { ALLOW_DEMO_SECRETS: 'true' },
+      logFile: join(tmpdir(), `volume-bench-service-${process.pid}.log`),
+    })
     const floor = await startOwnSqlFloor(databaseUrl, this.options.poolSize)
     const results: Measurement[] = []
     const report = (m: Measurement) => {
       results.push(m)
-      const floorText = m.floor ? `  own-SQL floor ${m.floor.rps.toFixed(0)} req/s p99 ${m.floor.p99.toFixed(1)} ms (route/floor ${(m.rps! / m.floor.rps).toFixed(2)})` : ''
-      say(`  ${m.label.padEnd(40)} ${m.rps === undefined ? '' : `${m.rps.toFixed(0).padStart(6)} req/s  `}p50 ${m.p50.toFixed(1)} ms  p99 ${m.p99.toFixed(1)} ms${m.non2xx ? `  non-2xx ${m.non2xx}` : ''}${floorText}`)
+      const floorText = m.floor
+        ? `  own-SQL floor ${m.floor.rps.toFixed(0)} req/s p99 ${m.floor.p99.toFixed(1)} ms (route/floor ${(m.rps! / m.floor.rps).toFixed(2)})`
+        : ''
+      say(
+        `  ${m.label.padEnd(40)} ${m.rps === undefined ? '' : `${m.rps.toFixed(0).padStart(6)} req/s  `}p50 ${m.p50.toFixed(1)} ms  p99 ${m.p99.toFixed(1)} ms${m.non2xx ? `  non-2xx ${m.non2xx}` : ''}${floorText}`,
+      )
     }
     try {
       for (const route of READ_ROUTES) {
@@ -150,26 +192,40 @@ class VolumeBench {
         const own = await this.load(service.baseUrl, spec, service.pid, database)
         const bare = await this.load(floor.baseUrl, spec, floor.pid, database)
         report({
-          id: route.id, label: route.label, rps: own.requestsPerSecond, p50: own.p50Ms, p99: own.p99Ms, non2xx: own.non2xx + bare.non2xx,
+          id: route.id,
+          label: route.label,
+          rps: own.requestsPerSecond,
+          p50: own.p50Ms,
+          p99: own.p99Ms,
+          non2xx: own.non2xx + bare.non2xx,
           floor: { rps: bare.requestsPerSecond, p50: bare.p50Ms, p99: bare.p99Ms },
         })
       }
       for (const scenario of [LOGINS[0]!, REFRESH, WEBHOOK]) {
         const result = await this.scenario(service, scenario, databaseUrl, database)
-        report({ id: scenario.id, label: `${scenario.route} ${scenario.label}`, rps: result.requestsPerSecond, p50: result.p50Ms, p99: result.p99Ms, non2xx: result.non2xx })
+        report({
+          id: scenario.id,
+          label: `${scenario.route} ${scenario.label}`,
+          rps: result.requestsPerSecond,
+          p50: result.p50Ms,
+          p99: result.p99Ms,
+          non2xx: result.non2xx,
+        })
       }
       const alice = await accessToken(service.baseUrl, 'alice@acme.example')
       const customers: LoadSpec = {
         path: `/api/company/v1/${roles.acmeSeller}/customers/x`,
-        requests: [{
-          method: 'POST',
-          headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' },
-          setupRequest: (request) => ({
-            ...request,
-            path: `/api/company/v1/${roles.acmeSeller}/customers/${randomUUID()}`,
-            body: JSON.stringify({ name: 'Bench Payer Ltda', tax_id: nextCnpj() }),
-          }),
-        }],
+        requests: [
+          {
+            method: 'POST',
+            headers: { authorization: `Bearer ${alice}`, 'content-type': 'application/json' },
+            setupRequest: (request) => ({
+              ...request,
+              path: `/api/company/v1/${roles.acmeSeller}/customers/${randomUUID()}`,
+              body: JSON.stringify({ name: 'Bench Payer Ltda', tax_id: nextCnpj() }),
+            }),
+          },
+        ],
       }
       const r11 = await this.load(service.baseUrl, customers, service.pid, database)
       report({ id: 'r11', label: '11 customer upsert (new id each)', rps: r11.requestsPerSecond, p50: r11.p50Ms, p99: r11.p99Ms, non2xx: r11.non2xx })
@@ -190,7 +246,9 @@ class VolumeBench {
       const alice = await accessToken(service.baseUrl, 'alice@acme.example')
       const solicit = () =>
         fetch(`${service.baseUrl}/api/company/v1/${roles.betaBuyer}/document-solicitation/${roles.gammaSeller}`, {
-          method: 'POST', headers: { authorization: `Bearer ${bob}`, 'content-type': 'application/json' }, body: '{}',
+          method: 'POST',
+          headers: { authorization: `Bearer ${bob}`, 'content-type': 'application/json' },
+          body: '{}',
         })
       const close = async () => {
         await client.query(
@@ -211,7 +269,10 @@ class VolumeBench {
         )
       }
       const remove = () =>
-        fetch(`${service.baseUrl}/api/company/v1/${roles.acmeSeller}/bank-account/${account}`, { method: 'DELETE', headers: { authorization: `Bearer ${alice}` } })
+        fetch(`${service.baseUrl}/api/company/v1/${roles.acmeSeller}/bank-account/${account}`, {
+          method: 'DELETE',
+          headers: { authorization: `Bearer ${alice}` },
+        })
       const removed = await probe(this.options.probes, addAccount, remove, 204)
       const measurements: Measurement[] = [
         { id: 'r5-201', label: '5 solicitation 201 (sequential)', ...created },
@@ -247,15 +308,16 @@ function renderRun(header: string[], rounds: { demo: Measurement[]; volume: Meas
   const lines = [RUN_START, '', ...header, '']
   for (const [index, { demo, volume }] of rounds.entries()) {
     if (rounds.length > 1) lines.push(`Round ${index + 1}:`, '')
-    lines.push(
-      '| route | demo | volume | volume/demo | own-SQL floor demo → volume | route/floor at volume |',
-      '|---|---|---|---|---|---|',
-    )
+    lines.push('| route | demo | volume | volume/demo | own-SQL floor demo → volume | route/floor at volume |', '|---|---|---|---|---|---|')
     for (const d of demo) {
       const v = volume.find((m) => m.id === d.id)
       if (!v) continue
-      const cell = (m: Measurement) => `${m.rps === undefined ? '' : `${m.rps.toFixed(0)} req/s, `}p50 ${m.p50.toFixed(1)} ms, p99 ${m.p99.toFixed(1)} ms${m.non2xx ? ` (${m.non2xx} non-2xx)` : ''}`
-      const ratio = d.rps !== undefined && v.rps !== undefined ? `${(v.rps / d.rps).toFixed(2)} × req/s, p99 ${(v.p99 / d.p99).toFixed(2)} ×` : `p50 ${(v.p50 / d.p50).toFixed(2)} ×, p99 ${(v.p99 / d.p99).toFixed(2)} ×`
+      const cell = (m: Measurement) =>
+        `${m.rps === undefined ? '' : `${m.rps.toFixed(0)} req/s, `}p50 ${m.p50.toFixed(1)} ms, p99 ${m.p99.toFixed(1)} ms${m.non2xx ? ` (${m.non2xx} non-2xx)` : ''}`
+      const ratio =
+        d.rps !== undefined && v.rps !== undefined
+          ? `${(v.rps / d.rps).toFixed(2)} × req/s, p99 ${(v.p99 / d.p99).toFixed(2)} ×`
+          : `p50 ${(v.p50 / d.p50).toFixed(2)} ×, p99 ${(v.p99 / d.p99).toFixed(2)} ×`
       const floors = d.floor && v.floor ? `${d.floor.rps.toFixed(0)} → ${v.floor.rps.toFixed(0)} req/s` : ''
       const routeFloor = v.floor && v.rps !== undefined ? (v.rps / v.floor.rps).toFixed(2) : ''
       lines.push(`| ${d.label} | ${cell(d)} | ${cell(v)} | ${ratio} | ${floors} | ${routeFloor} |`)
@@ -339,4 +401,3 @@ async function databaseSize(url: string): Promise<string> {
     await client.end()
   }
 }
-

@@ -1,6 +1,15 @@
 import type { ColumnType, Generated, Kysely, Selectable, Transaction } from 'kysely'
 import type {
-  EnvelopeStatus, KycReviewStatus, KycType, MigrationState, Permission, RoleKind, SignerStatus, SolicitationStatus, TaxIdType, TitleDocumentKind,
+  EnvelopeStatus,
+  KycReviewStatus,
+  KycType,
+  MigrationState,
+  Permission,
+  RoleKind,
+  SignerStatus,
+  SolicitationStatus,
+  TaxIdType,
+  TitleDocumentKind,
 } from '../src/vocabulary.js'
 
 /** A timestamptz column: read as a Date, written as a Date or an SQL expression. */

@@ -98,14 +98,18 @@ export const refreshRouteSchema = {
     'family (every token of that login).',
   body: withExamples(RefreshRequest, { alice: { summary: "alice's refresh token from the token route", value: { refresh: DEMO_TOKENS.refresh } } }),
   response: routeResponses(
-    { 200: tokenResponse('A new access token and the next refresh token of the family', RefreshResponse, { alice: { summary: 'Rotated', value: DEMO_REFRESHED } }) },
+    {
+      200: tokenResponse('A new access token and the next refresh token of the family', RefreshResponse, {
+        alice: { summary: 'Rotated', value: DEMO_REFRESHED },
+      }),
+    },
     [
       invalid({ refresh: ['This field is required.'] }, '`refresh` is missing or not a string'),
       ...BODY_PROBLEMS,
       when(
         Problems.tokenNotValid,
         'The refresh token is malformed, expired, forged, an access token, already spent and past its retry grace (which revokes its family) or ' +
-          'past the family\'s absolute lifetime, or its user was disabled',
+          "past the family's absolute lifetime, or its user was disabled",
       ),
     ],
   ),
@@ -114,14 +118,24 @@ export const refreshRouteSchema = {
 export const Jwks = Type.Object({
   keys: Type.Array(
     Type.Object(
-      { kty: Type.String(), kid: Type.String({ description: 'RFC 7638 thumbprint; the `kid` of the token header' }), alg: Type.String(), use: Type.String() },
+      {
+        kty: Type.String(),
+        kid: Type.String({ description: 'RFC 7638 thumbprint; the `kid` of the token header' }),
+        alg: Type.String(),
+        use: Type.String(),
+      },
       { additionalProperties: true, description: 'A public JWK (RFC 7517)' },
     ),
   ),
 })
 
 const ED25519_JWK = {
-  kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k', alg: 'EdDSA', use: 'sig',
+  kty: 'OKP',
+  crv: 'Ed25519',
+  x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo',
+  kid: 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k',
+  alg: 'EdDSA',
+  use: 'sig',
 }
 
 export const jwksRouteSchema = {
@@ -130,7 +144,7 @@ export const jwksRouteSchema = {
   summary: 'Public keys of the token signer (JWKS)',
   description:
     'Public; cacheable for 5 minutes. With a key pair (EdDSA or RS256) a gateway verifies access tokens with these keys, ' +
-    'chosen by the token header\'s `kid`: the signing key first, then the previous ones (`JWT_PUBLIC_KEY_FALLBACKS`) ' +
+    "chosen by the token header's `kid`: the signing key first, then the previous ones (`JWT_PUBLIC_KEY_FALLBACKS`) " +
     'whose tokens still live; with the default shared secret (HS256) the set is empty.',
   response: routeResponses(
     {
@@ -138,9 +152,7 @@ export const jwksRouteSchema = {
         eddsa: {
           summary: 'Signed with an Ed25519 key pair',
           value: {
-            keys: [
-              ED25519_JWK,
-            ],
+            keys: [ED25519_JWK],
           },
         },
         hs256: { summary: 'Signed with a shared secret: no public key', value: { keys: [] } },

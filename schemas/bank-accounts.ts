@@ -25,13 +25,20 @@ export const removeBankAccountRouteSchema = {
     invalid({ bank_account_id: ['Must be a valid uuid.'] }, 'A path id is not a UUID'),
     ...BEARER_PROBLEMS,
     when(Problems.permissionDenied, 'The membership lacks the `bank_accounts` permission'),
-    when(Problems.notFound, "Not a member of `company_role_id`, or the account is not an active account of the role's company (removed ones included)"),
+    when(
+      Problems.notFound,
+      "Not a member of `company_role_id`, or the account is not an active account of the role's company (removed ones included)",
+    ),
     {
-      status: 409, code: 'bank_account_in_use', detail: 'An operation awaiting settlement pays into this bank account.',
+      status: 409,
+      code: 'bank_account_in_use',
+      detail: 'An operation awaiting settlement pays into this bank account.',
       when: 'An operation awaiting settlement pays into it (this answer wins when it is also the last account)',
     },
     {
-      status: 409, code: 'last_bank_account', detail: "The company's only active bank account cannot be removed.",
+      status: 409,
+      code: 'last_bank_account',
+      detail: "The company's only active bank account cannot be removed.",
       when: "It is the company's only active account",
     },
   ]),

@@ -31,7 +31,9 @@ export const presenceRouteSchema = {
     'when the role was never seen.',
   params: PresenceParams,
   response: routeResponses(
-    { 200: jsonResponse("The partner's presence", PresenceResponse, { acme: { summary: 'Beta buyer asks about Acme seller', value: ACME_PRESENCE } }) },
+    {
+      200: jsonResponse("The partner's presence", PresenceResponse, { acme: { summary: 'Beta buyer asks about Acme seller', value: ACME_PRESENCE } }),
+    },
     [
       invalid({ partner_company_role_id: ['Must be a valid uuid.'] }, 'A path id is not a UUID'),
       ...BEARER_PROBLEMS,

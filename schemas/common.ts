@@ -27,7 +27,9 @@ export const Problem = Type.Object(
     detail: Type.String({ description: 'Human-readable explanation' }),
     code: Type.String({ description: 'Stable machine-readable error code' }),
     errors: Type.Optional(
-      Type.Record(Type.String(), Type.Array(Type.String()), { description: 'With `invalid`: the messages per field path (`email`, `document.key`, `non_field_errors`)' }),
+      Type.Record(Type.String(), Type.Array(Type.String()), {
+        description: 'With `invalid`: the messages per field path (`email`, `document.key`, `non_field_errors`)',
+      }),
     ),
   },
   { $id: 'Problem', additionalProperties: true, description: 'Problem details (application/problem+json)' },

@@ -25,8 +25,7 @@ export const userCompaniesRouteSchema = {
   tags: ['company'],
   operationId: 'getUserCompanies',
   summary: "The caller's companies and active company roles",
-  description:
-    'Ordered by company name. Each role\'s `company_role_id` is the id the company-role routes take in their path.',
+  description: "Ordered by company name. Each role's `company_role_id` is the id the company-role routes take in their path.",
   response: routeResponses(
     {
       200: jsonResponse("The caller's companies, each with the company roles the caller is an active member of", UserCompanies, {

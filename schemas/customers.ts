@@ -3,9 +3,7 @@ import { DEMO } from '../db/seed/ids.js'
 import { TAX_ID_TYPES } from '../src/vocabulary.js'
 import { Nullable, StringEnum, Timestamp, Uuid } from './common.js'
 import { CUSTOMER, CUSTOMER_REQUEST, NEW_CUSTOMER_ID } from './examples.js'
-import {
-  BEARER_PROBLEMS, BODY_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, when, withExample, withExamples,
-} from './responses.js'
+import { BEARER_PROBLEMS, BODY_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, when, withExample, withExamples } from './responses.js'
 import { IDEMPOTENCY_PROBLEMS, IdempotencyHeaders, replayable } from './idempotency.js'
 
 export const CustomerParams = Type.Object({
@@ -59,7 +57,7 @@ export const saveCustomerRouteSchema = {
     'created and on every later call; `updated_at` moves only when `name`, `email` or `phone` changed. ' +
     'A `tax_id` that differs from the stored one is `409 tax_id_immutable` (with `current_tax_id`); a tax id that ' +
     'another customer of the role already has is `409 duplicate_customer` (with that `customer_id`). The `id` is the ' +
-    'company role\'s own: another role\'s customer with the same `id` is another customer. Invalid check digits, e-mail or phone are `400 invalid` with `errors` per field.',
+    "company role's own: another role's customer with the same `id` is another customer. Invalid check digits, e-mail or phone are `400 invalid` with `errors` per field.",
   params: CustomerParams,
   headers: IdempotencyHeaders,
   body: withExamples(CustomerRequest, {
@@ -67,7 +65,13 @@ export const saveCustomerRouteSchema = {
     person: { summary: 'A CPF customer without e-mail or phone', value: { name: 'João da Silva', tax_id: '529.982.247-25' } },
   }),
   response: routeResponses(
-    { 201: replayable(jsonResponse('The customer as stored (created, updated or unchanged)', Customer, { zeta: { summary: 'Zeta saved for Acme seller', value: CUSTOMER } })) },
+    {
+      201: replayable(
+        jsonResponse('The customer as stored (created, updated or unchanged)', Customer, {
+          zeta: { summary: 'Zeta saved for Acme seller', value: CUSTOMER },
+        }),
+      ),
+    },
     [
       invalid(
         { tax_id: ['Not a valid CNPJ: the check digits do not match.'] },
@@ -79,12 +83,16 @@ export const saveCustomerRouteSchema = {
       when({ ...Problems.wrongRole, detail: 'This action is for a seller company role.' }, '`company_role_id` is a buyer role'),
       when(Problems.notFound, 'Not a member of `company_role_id`'),
       {
-        status: 409, code: 'tax_id_immutable', detail: 'The tax_id of an existing customer cannot be changed.',
+        status: 409,
+        code: 'tax_id_immutable',
+        detail: 'The tax_id of an existing customer cannot be changed.',
         when: 'The customer exists with another `tax_id`; `current_tax_id` is the stored one',
         extra: { current_tax_id: '11444777000161' },
       },
       {
-        status: 409, code: 'duplicate_customer', detail: 'Another customer of this company role has this tax_id.',
+        status: 409,
+        code: 'duplicate_customer',
+        detail: 'Another customer of this company role has this tax_id.',
         when: 'Another customer of the role has this `tax_id`; `customer_id` names it',
         extra: { customer_id: DEMO.customers.acmeCompany },
       },

@@ -95,9 +95,9 @@ export const documentServers = [
   {
     url: GATEWAY_SERVER,
     description: 'The gateway publishing this API',
-    variables: { host: { default: 'api.platform.example', description: 'The gateway\'s host name' } },
+    variables: { host: { default: 'api.platform.example', description: "The gateway's host name" } },
   },
-  { url: '/', description: 'The host serving this document (in production: the gateway\'s public address)' },
+  { url: '/', description: "The host serving this document (in production: the gateway's public address)" },
 ]
 
 export const BEARER_SCHEME = 'bearerAuth'

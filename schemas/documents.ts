@@ -4,9 +4,7 @@ import { DEMO } from '../db/seed/ids.js'
 import { DateOnly, Nullable, OPTIONAL_BODY, StringEnum, Timestamp, Uuid } from './common.js'
 import { ACME_CHECK_DOCUMENTS, SOLICITATION, SOLICITATION_REQUEST } from './examples.js'
 import { IDEMPOTENCY_PROBLEMS, IdempotencyHeaders, replayable } from './idempotency.js'
-import {
-  BEARER_PROBLEMS, BODY_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, when, withExample, withExamples,
-} from './responses.js'
+import { BEARER_PROBLEMS, BODY_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, when, withExample, withExamples } from './responses.js'
 
 const validityList = KYC_TYPES.map((type) => {
   const days = KYC_VALIDITY_DAYS[type]
@@ -16,10 +14,9 @@ const validityList = KYC_TYPES.map((type) => {
 /** A plain enum, so that a wrong value gets one clear message rather than one per alternative. */
 export const KycTypeName = StringEnum(KYC_TYPES, { description: `Required KYC type; validity from the issue date: ${validityList}` })
 
-export const KycDocumentStatus = StringEnum(
-  KYC_CHECK_STATUSES,
-  { description: '`expired`: approved but `valid_until` is before today (UTC); `missing`: never sent' },
-)
+export const KycDocumentStatus = StringEnum(KYC_CHECK_STATUSES, {
+  description: '`expired`: approved but `valid_until` is before today (UTC); `missing`: never sent',
+})
 
 export const KycDocumentRow = Type.Object({
   type: KycTypeName,
@@ -64,9 +61,7 @@ export const SolicitationRequest = Type.Object({
       description: 'Types to ask for; default: every type the check-documents route shows as not `approved`',
     }),
   ),
-  message: Type.Optional(
-    Nullable(Type.String({ maxLength: SOLICITATION_MESSAGE_MAX, description: 'Trimmed; empty is stored as null' })),
-  ),
+  message: Type.Optional(Nullable(Type.String({ maxLength: SOLICITATION_MESSAGE_MAX, description: 'Trimmed; empty is stored as null' }))),
   due_date: Type.Optional(Nullable(Type.String({ format: 'date', description: 'YYYY-MM-DD, today (UTC) or later' }))),
 })
 export type SolicitationRequest = Static<typeof SolicitationRequest>
@@ -88,10 +83,7 @@ export const SolicitationResponse = Type.Object({
   created_at: Timestamp,
 })
 
-const sellerNotFound = when(
-  Problems.notFound,
-  "Not a member of `company_role_id`, or `seller_id` is not an active seller's company role",
-)
+const sellerNotFound = when(Problems.notFound, "Not a member of `company_role_id`, or `seller_id` is not an active seller's company role")
 
 const buyerProblems = [
   ...BEARER_PROBLEMS,
@@ -106,7 +98,7 @@ export const checkDocumentsRouteSchema = {
   summary: "A seller's KYC documents, as a buyer sees them",
   description:
     'Buyer role, `documents` permission. The latest document of each required type and its status, whether the set ' +
-    'is complete, and the caller\'s open solicitation to this seller (or null).',
+    "is complete, and the caller's open solicitation to this seller (or null).",
   params: CheckDocumentsParams,
   response: routeResponses(
     {
@@ -135,25 +127,36 @@ export const solicitationRouteSchema = {
   }),
   response: routeResponses(
     {
-      201: replayable(jsonResponse('The solicitation, open', SolicitationResponse, {
-        balance_sheet: { summary: 'Beta buyer asked Acme seller for its balance sheet', value: SOLICITATION },
-      })),
+      201: replayable(
+        jsonResponse('The solicitation, open', SolicitationResponse, {
+          balance_sheet: { summary: 'Beta buyer asked Acme seller for its balance sheet', value: SOLICITATION },
+        }),
+      ),
     },
     [
-      invalid({ due_date: ['Must not be in the past.'] }, 'A path id is not a UUID, or a body field is malformed (`due_date` in the past, an unknown `document_types` entry…)'),
+      invalid(
+        { due_date: ['Must not be in the past.'] },
+        'A path id is not a UUID, or a body field is malformed (`due_date` in the past, an unknown `document_types` entry…)',
+      ),
       ...BODY_PROBLEMS,
       ...buyerProblems,
       {
-        status: 404, code: 'unsupported_version', detail: 'Unsupported API version; this route exists in v1.',
+        status: 404,
+        code: 'unsupported_version',
+        detail: 'Unsupported API version; this route exists in v1.',
         when: '`version` is not `v1`',
       },
       {
-        status: 409, code: 'solicitation_already_open', detail: 'An open document solicitation to this seller already exists.',
+        status: 409,
+        code: 'solicitation_already_open',
+        detail: 'An open document solicitation to this seller already exists.',
         when: 'This buyer already has an open solicitation to this seller; `solicitation_id` names it',
         extra: { solicitation_id: SOLICITATION.id },
       },
       {
-        status: 409, code: 'nothing_to_request', detail: 'Every required document of this seller is approved and valid.',
+        status: 409,
+        code: 'nothing_to_request',
+        detail: 'Every required document of this seller is approved and valid.',
         when: 'No `document_types` given and every required type is approved',
       },
       ...IDEMPOTENCY_PROBLEMS,

@@ -12,13 +12,17 @@ const { roles, companies, users, titleDocuments } = DEMO
 export const DEMO_LOGIN = { email: 'alice@acme.example', password: 'Demo#2026!' }
 
 export const DEMO_TOKENS = {
-  access: "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0b2tlbl90eXBlIjoiYWNjZXNzIiwiZXhwIjoxNzk1NTExNjE5LCJpYXQiOjE3OTU1MTEzMTksImp0aSI6Ijk4NTg1MGVmZWU2ODQ0ZjhiMzNmNGU4NDEyYWJiMmU3IiwidXNlcl9pZCI6IjEwMDAwMDAwLTAwMDAtNDAwMC04MDAwLTAwMDAwMDAwMDAwMSIsImZpZCI6IjFkMjZhMmM2LTkxYzctNGZhOS1hYzk5LTUxNDA0MGFiODcwMCJ9.596skR5U9ZsEc9357HzJt8IjvohXVb6bUPUwi6mMUIc",
-  refresh: "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0b2tlbl90eXBlIjoicmVmcmVzaCIsImV4cCI6MTc5NTU5NzcxOSwiaWF0IjoxNzk1NTExMzE5LCJqdGkiOiIyYjZjYTNmZmM0ZTM0YzlhYmI3ZTQ1YWU4ODEyMDg3NCIsInVzZXJfaWQiOiIxMDAwMDAwMC0wMDAwLTQwMDAtODAwMC0wMDAwMDAwMDAwMDEiLCJmaWQiOiIxZDI2YTJjNi05MWM3LTRmYTktYWM5OS01MTQwNDBhYjg3MDAifQ.KPJP4oyCAuKx2m50mKrME6R89huEByrum4jD2h0j7xE",
+  access:
+    'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0b2tlbl90eXBlIjoiYWNjZXNzIiwiZXhwIjoxNzk1NTExNjE5LCJpYXQiOjE3OTU1MTEzMTksImp0aSI6Ijk4NTg1MGVmZWU2ODQ0ZjhiMzNmNGU4NDEyYWJiMmU3IiwidXNlcl9pZCI6IjEwMDAwMDAwLTAwMDAtNDAwMC04MDAwLTAwMDAwMDAwMDAwMSIsImZpZCI6IjFkMjZhMmM2LTkxYzctNGZhOS1hYzk5LTUxNDA0MGFiODcwMCJ9.596skR5U9ZsEc9357HzJt8IjvohXVb6bUPUwi6mMUIc',
+  refresh:
+    'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0b2tlbl90eXBlIjoicmVmcmVzaCIsImV4cCI6MTc5NTU5NzcxOSwiaWF0IjoxNzk1NTExMzE5LCJqdGkiOiIyYjZjYTNmZmM0ZTM0YzlhYmI3ZTQ1YWU4ODEyMDg3NCIsInVzZXJfaWQiOiIxMDAwMDAwMC0wMDAwLTQwMDAtODAwMC0wMDAwMDAwMDAwMDEiLCJmaWQiOiIxZDI2YTJjNi05MWM3LTRmYTktYWM5OS01MTQwNDBhYjg3MDAifQ.KPJP4oyCAuKx2m50mKrME6R89huEByrum4jD2h0j7xE',
 }
 
 export const DEMO_REFRESHED = {
-  access: "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0b2tlbl90eXBlIjoiYWNjZXNzIiwiZXhwIjoxNzk1NTExNjE5LCJpYXQiOjE3OTU1MTEzMTksImp0aSI6ImQzZDE1OWNlMzNkMDQ5NmVhOWVmMDY5MTcwZTE3ODMwIiwidXNlcl9pZCI6IjEwMDAwMDAwLTAwMDAtNDAwMC04MDAwLTAwMDAwMDAwMDAwMSIsImZpZCI6IjFkMjZhMmM2LTkxYzctNGZhOS1hYzk5LTUxNDA0MGFiODcwMCJ9.abKp_AjTZ6OFOXAPQyRP-sCAUq8koLvhKNsJFD0zYSk",
-  refresh: "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0b2tlbl90eXBlIjoicmVmcmVzaCIsImV4cCI6MTc5NTU5NzcxOSwiaWF0IjoxNzk1NTExMzE5LCJqdGkiOiJmYzUzZWVjYTFkYTM0MDljODExMDA3NzQxMGI3ZmRmYiIsInVzZXJfaWQiOiIxMDAwMDAwMC0wMDAwLTQwMDAtODAwMC0wMDAwMDAwMDAwMDEiLCJmaWQiOiIxZDI2YTJjNi05MWM3LTRmYTktYWM5OS01MTQwNDBhYjg3MDAifQ.hMfL40SuWYVFVzQQu7V2LL9kxO3NKxSbI7LA8e2Y5n0",
+  access:
+    'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0b2tlbl90eXBlIjoiYWNjZXNzIiwiZXhwIjoxNzk1NTExNjE5LCJpYXQiOjE3OTU1MTEzMTksImp0aSI6ImQzZDE1OWNlMzNkMDQ5NmVhOWVmMDY5MTcwZTE3ODMwIiwidXNlcl9pZCI6IjEwMDAwMDAwLTAwMDAtNDAwMC04MDAwLTAwMDAwMDAwMDAwMSIsImZpZCI6IjFkMjZhMmM2LTkxYzctNGZhOS1hYzk5LTUxNDA0MGFiODcwMCJ9.abKp_AjTZ6OFOXAPQyRP-sCAUq8koLvhKNsJFD0zYSk',
+  refresh:
+    'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0b2tlbl90eXBlIjoicmVmcmVzaCIsImV4cCI6MTc5NTU5NzcxOSwiaWF0IjoxNzk1NTExMzE5LCJqdGkiOiJmYzUzZWVjYTFkYTM0MDljODExMDA3NzQxMGI3ZmRmYiIsInVzZXJfaWQiOiIxMDAwMDAwMC0wMDAwLTQwMDAtODAwMC0wMDAwMDAwMDAwMDEiLCJmaWQiOiIxZDI2YTJjNi05MWM3LTRmYTktYWM5OS01MTQwNDBhYjg3MDAifQ.hMfL40SuWYVFVzQQu7V2LL9kxO3NKxSbI7LA8e2Y5n0',
 }
 
 export const ALICE = {
@@ -59,14 +63,62 @@ export const ACME_CHECK_DOCUMENTS = {
   company: { name: 'Acme Indústria Ltda', tax_id: '11222333000181' },
   complete: false,
   documents: [
-    { type: 'articles_of_association' as const, status: 'approved' as const, document_id: 'e18893fb-4550-4d18-9ae9-6f7e170a62f6', valid_until: null, updated_at: KYC_UPDATED },
-    { type: 'cnpj_card' as const, status: 'approved' as const, document_id: 'd22ee022-4515-4955-8f35-0759e52d1d5b', valid_until: '2027-02-12', updated_at: KYC_UPDATED },
-    { type: 'partners_identification' as const, status: 'approved' as const, document_id: '0bbf98f4-0cbe-4888-8cdc-127e9dd45340', valid_until: null, updated_at: KYC_UPDATED },
-    { type: 'proof_of_address' as const, status: 'approved' as const, document_id: 'af91ffd6-a65b-4cf3-922d-7bb8cc5d5177', valid_until: '2027-02-12', updated_at: KYC_UPDATED },
-    { type: 'balance_sheet' as const, status: 'expired' as const, document_id: 'e974a0b3-96b5-4b7d-aa98-06953e8ec447', valid_until: '2026-10-20', updated_at: KYC_UPDATED },
-    { type: 'income_statement' as const, status: 'approved' as const, document_id: 'a5e7f20e-a183-4702-80d7-7f8e7e761165', valid_until: '2027-11-14', updated_at: KYC_UPDATED },
-    { type: 'revenue_statement' as const, status: 'approved' as const, document_id: 'e47d8844-16fe-45dd-92a3-5d950aff46b6', valid_until: '2027-02-12', updated_at: KYC_UPDATED },
-    { type: 'debt_clearance_certificate' as const, status: 'approved' as const, document_id: '8ff81f12-0ac3-45e6-99f2-04bd04215f3a', valid_until: '2027-05-13', updated_at: KYC_UPDATED },
+    {
+      type: 'articles_of_association' as const,
+      status: 'approved' as const,
+      document_id: 'e18893fb-4550-4d18-9ae9-6f7e170a62f6',
+      valid_until: null,
+      updated_at: KYC_UPDATED,
+    },
+    {
+      type: 'cnpj_card' as const,
+      status: 'approved' as const,
+      document_id: 'd22ee022-4515-4955-8f35-0759e52d1d5b',
+      valid_until: '2027-02-12',
+      updated_at: KYC_UPDATED,
+    },
+    {
+      type: 'partners_identification' as const,
+      status: 'approved' as const,
+      document_id: '0bbf98f4-0cbe-4888-8cdc-127e9dd45340',
+      valid_until: null,
+      updated_at: KYC_UPDATED,
+    },
+    {
+      type: 'proof_of_address' as const,
+      status: 'approved' as const,
+      document_id: 'af91ffd6-a65b-4cf3-922d-7bb8cc5d5177',
+      valid_until: '2027-02-12',
+      updated_at: KYC_UPDATED,
+    },
+    {
+      type: 'balance_sheet' as const,
+      status: 'expired' as const,
+      document_id: 'e974a0b3-96b5-4b7d-aa98-06953e8ec447',
+      valid_until: '2026-10-20',
+      updated_at: KYC_UPDATED,
+    },
+    {
+      type: 'income_statement' as const,
+      status: 'approved' as const,
+      document_id: 'a5e7f20e-a183-4702-80d7-7f8e7e761165',
+      valid_until: '2027-11-14',
+      updated_at: KYC_UPDATED,
+    },
+    {
+      type: 'revenue_statement' as const,
+      status: 'approved' as const,
+      document_id: 'e47d8844-16fe-45dd-92a3-5d950aff46b6',
+      valid_until: '2027-02-12',
+      updated_at: KYC_UPDATED,
+    },
+    {
+      type: 'debt_clearance_certificate' as const,
+      status: 'approved' as const,
+      document_id: '8ff81f12-0ac3-45e6-99f2-04bd04215f3a',
+      valid_until: '2027-05-13',
+      updated_at: KYC_UPDATED,
+    },
   ],
   open_solicitation: null,
 }
@@ -168,4 +220,3 @@ export const MARIA = {
   name: 'Maria Moraes',
   last_login: '2026-11-24T09:20:00.000Z',
 }
-

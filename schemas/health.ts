@@ -16,7 +16,7 @@ export const livenessRouteSchema = {
   operationId: 'checkLiveness',
   tags: ['health'],
   summary: 'Liveness: the process answers',
-  description: 'Public; never touches the database. For the orchestrator\'s liveness probe.',
+  description: "Public; never touches the database. For the orchestrator's liveness probe.",
   response: routeResponses({ 200: jsonResponse('The process is up', Status, ok) }, []),
 }
 
@@ -25,7 +25,7 @@ export const readinessRouteSchema = {
   tags: ['health'],
   summary: 'Readiness: the database answers',
   description:
-    'Public; runs `SELECT 1`, answered within 1 s. For the load balancer\'s readiness probe: take the instance out of rotation on `503`. ' +
+    "Public; runs `SELECT 1`, answered within 1 s. For the load balancer's readiness probe: take the instance out of rotation on `503`. " +
     'Answers 503 at once from SIGTERM on (the instance is draining).',
   response: routeResponses({ 200: jsonResponse('Ready to serve', Ready, ok) }, [
     when(

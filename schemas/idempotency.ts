@@ -37,7 +37,7 @@ export const IdempotencyHeaders = Type.Object({
 const REPLAYED: Record<string, HeaderSpec> = {
   'Idempotent-Replayed': {
     type: 'string',
-    description: '`true` when this answer replays the first answer to the request\'s `Idempotency-Key`; absent otherwise',
+    description: "`true` when this answer replays the first answer to the request's `Idempotency-Key`; absent otherwise",
   },
 }
 
@@ -48,12 +48,16 @@ export function replayable<R extends { headers: Record<string, unknown> }>(respo
 
 export const IdempotencyProblems = {
   inUse: {
-    status: 409, code: 'idempotency_key_in_use', detail: 'A request with this Idempotency-Key is still being processed; retry shortly.',
+    status: 409,
+    code: 'idempotency_key_in_use',
+    detail: 'A request with this Idempotency-Key is still being processed; retry shortly.',
     when: 'A request with the same `Idempotency-Key` is still running; retry after `Retry-After` seconds',
     headers: { 'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying (with `idempotency_key_in_use`)' } },
   },
   reused: {
-    status: 422, code: 'idempotency_key_reused', detail: 'This Idempotency-Key was already used with another request; use a new key.',
+    status: 422,
+    code: 'idempotency_key_reused',
+    detail: 'This Idempotency-Key was already used with another request; use a new key.',
     when: 'The `Idempotency-Key` was used with another path or body within 24 h',
   },
 } as const satisfies Record<string, ProblemCase>

@@ -13,10 +13,9 @@ export type TitleDocumentsParams = Static<typeof TitleDocumentsParams>
 
 export const TitleDocumentKind = StringEnum(TITLE_DOCUMENT_KINDS)
 
-export const EnvelopeStatusName = StringEnum(
-  ENVELOPE_STATUSES,
-  { description: '`pending` until a final state; `signed`, `refused`, `cancelled` and `expired` never change again' },
-)
+export const EnvelopeStatusName = StringEnum(ENVELOPE_STATUSES, {
+  description: '`pending` until a final state; `signed`, `refused`, `cancelled` and `expired` never change again',
+})
 
 export const Signer = Type.Object({
   name: Type.String(),
@@ -67,7 +66,7 @@ export const titleDocumentsRouteSchema = {
       invalid({ title_id: ['Must be a valid uuid.'] }, 'A path id is not a UUID'),
       ...BEARER_PROBLEMS,
       when(Problems.permissionDenied, 'The membership lacks the `marketplace` permission'),
-      when(Problems.notFound, 'Not a member of `company_role_id`, or the title does not exist or is outside the role\'s reach'),
+      when(Problems.notFound, "Not a member of `company_role_id`, or the title does not exist or is outside the role's reach"),
     ],
   ),
 }

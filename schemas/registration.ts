@@ -7,12 +7,9 @@ import { invalid, Problems, routeResponses, tokenResponse, when, withExample, wi
 
 /** Not constrained here: every malformed link must be the same `invalid_link`, not a validation error. */
 export const ConfirmMigrationParams = Type.Object({
-  uidb64: withExample(
-    Type.String({ description: "URL-safe base64 (no padding) of the user's old integer id, or of their UUID" }),
-    'MTA0Mg',
-  ),
+  uidb64: withExample(Type.String({ description: "URL-safe base64 (no padding) of the user's old integer id, or of their UUID" }), 'MTA0Mg'),
   token: withExample(
-    Type.String({ description: '`<base36 timestamp>-<hash>`, as made by Django\'s PasswordResetTokenGenerator' }),
+    Type.String({ description: "`<base36 timestamp>-<hash>`, as made by Django's PasswordResetTokenGenerator" }),
     'cv8h1k-0f6e2a9d4c7b1e3f5a8d2c6b9e0f1a3d',
   ),
 })
@@ -20,9 +17,7 @@ export type ConfirmMigrationParams = Static<typeof ConfirmMigrationParams>
 
 export const ConfirmMigrationRequest = Type.Object(
   {
-    password: Type.Optional(
-      Type.String({ minLength: 8, maxLength: 1024, description: 'Replaces the password kept from the old platform' }),
-    ),
+    password: Type.Optional(Type.String({ minLength: 8, maxLength: 1024, description: 'Replaces the password kept from the old platform' })),
   },
   { description: 'Optional: no body, or an empty one, is the same as `{}`.' },
 )
@@ -63,13 +58,17 @@ export const confirmMigrationRouteSchema = {
   }),
   response: routeResponses(
     {
-      201: replayable(tokenResponse('The account is confirmed and a session starts', ConfirmMigrationResponse, {
-        maria: { summary: 'maria@legacy.example (old id 1042, uidb64 `MTA0Mg`) confirmed', value: { ...DEMO_TOKENS, user: MARIA } },
-      })),
+      201: replayable(
+        tokenResponse('The account is confirmed and a session starts', ConfirmMigrationResponse, {
+          maria: { summary: 'maria@legacy.example (old id 1042, uidb64 `MTA0Mg`) confirmed', value: { ...DEMO_TOKENS, user: MARIA } },
+        }),
+      ),
     },
     [
       {
-        status: 400, code: 'invalid_link', detail: 'The confirmation link is invalid or has expired.',
+        status: 400,
+        code: 'invalid_link',
+        detail: 'The confirmation link is invalid or has expired.',
         when: 'A malformed `uidb64`, an unknown or already confirmed user, or a wrong, tampered, expired or used token',
       },
       invalid({ password: ['Must NOT have fewer than 8 characters.'] }, '`password` is not 8 to 1024 characters'),

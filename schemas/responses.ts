@@ -30,7 +30,8 @@ const REQUEST_ID: Record<string, HeaderSpec> = {
   'X-Request-Id': {
     [HEADER_REQUIRED]: true,
     type: 'string',
-    description: "The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request",
+    description:
+      "The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request",
   },
 }
 
@@ -114,7 +115,10 @@ export function when(problemCase: ProblemCase, text: string, extra?: Record<stri
 }
 
 /** `400 invalid` with the messages a route really answers for its fields. */
-export function invalid(errors: Record<string, string[]>, text = 'A parameter or body field is missing or malformed; `errors` lists the messages per field path'): ProblemCase {
+export function invalid(
+  errors: Record<string, string[]>,
+  text = 'A parameter or body field is missing or malformed; `errors` lists the messages per field path',
+): ProblemCase {
   return { status: 400, code: 'invalid', detail: 'Invalid input.', when: text, extra: { errors } }
 }
 
@@ -132,47 +136,75 @@ export function problemExample(problemCase: ProblemCase) {
 /** The problem cases shared by routes; routes narrow `when` with `when()`. */
 export const Problems = {
   parseError: {
-    status: 400, code: 'parse_error', detail: 'JSON parse error - the body is not valid JSON.', when: 'The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels',
+    status: 400,
+    code: 'parse_error',
+    detail: 'JSON parse error - the body is not valid JSON.',
+    when: 'The body is not JSON (or is empty), or nests arrays and objects deeper than 64 levels',
   },
   notAuthenticated: {
-    status: 401, code: 'not_authenticated', detail: 'Authentication credentials were not provided.', when: 'No `Authorization: Bearer <access>` header',
+    status: 401,
+    code: 'not_authenticated',
+    detail: 'Authentication credentials were not provided.',
+    when: 'No `Authorization: Bearer <access>` header',
   },
   tokenNotValid: {
-    status: 401, code: 'token_not_valid', detail: 'Token is invalid or expired',
+    status: 401,
+    code: 'token_not_valid',
+    detail: 'Token is invalid or expired',
     when: 'The access token is malformed, expired, forged or of another type, or its user was disabled or its session revoked',
   },
   permissionDenied: {
-    status: 403, code: 'permission_denied', detail: 'You do not have permission to perform this action.',
+    status: 403,
+    code: 'permission_denied',
+    detail: 'You do not have permission to perform this action.',
     when: "The caller's membership of `company_role_id` lacks the route's permission",
   },
   wrongRole: {
-    status: 403, code: 'wrong_role', detail: 'This action is for a buyer company role.', when: 'The company role is of the other kind',
+    status: 403,
+    code: 'wrong_role',
+    detail: 'This action is for a buyer company role.',
+    when: 'The company role is of the other kind',
   },
   notFound: {
-    status: 404, code: 'not_found', detail: 'Not found.',
+    status: 404,
+    code: 'not_found',
+    detail: 'Not found.',
     when: 'The caller is not a member of `company_role_id` (the same answer whether or not it exists)',
   },
   requestTimeout: {
-    status: 408, code: 'request_timeout', detail: 'The request was not received in time.',
+    status: 408,
+    code: 'request_timeout',
+    detail: 'The request was not received in time.',
     when: 'The body was still arriving when `HANDLER_TIMEOUT` (10 s) ran out; the connection is closed',
   },
   payloadTooLarge: {
-    status: 413, code: 'payload_too_large', detail: 'The request body is too large.', when: 'The body is over 16 KiB',
+    status: 413,
+    code: 'payload_too_large',
+    detail: 'The request body is too large.',
+    when: 'The body is over 16 KiB',
   },
   unsupportedMediaType: {
-    status: 415, code: 'unsupported_media_type', detail: 'Unsupported media type; send application/json.',
+    status: 415,
+    code: 'unsupported_media_type',
+    detail: 'Unsupported media type; send application/json.',
     when: 'The body is not `application/json`',
   },
   throttled: {
-    status: 429, code: 'throttled', detail: 'Request was throttled. Expected available in 60 seconds.',
+    status: 429,
+    code: 'throttled',
+    detail: 'Request was throttled. Expected available in 60 seconds.',
     when: 'Too many failed logins from this client for this e-mail, for this account or from this address; `Retry-After` is the real wait: the rest of the window, or a second or two when only attempts still being checked hold the limit (concurrent logins wait for those instead)',
   },
   serverError: {
-    status: 500, code: 'server_error', detail: 'A server error occurred.',
+    status: 500,
+    code: 'server_error',
+    detail: 'A server error occurred.',
     when: 'An unexpected failure; the body holds no internals, the log has them under the request id',
   },
   serviceUnavailable: {
-    status: 503, code: 'service_unavailable', detail: 'The service is temporarily unavailable; try again shortly.',
+    status: 503,
+    code: 'service_unavailable',
+    detail: 'The service is temporarily unavailable; try again shortly.',
     when: 'The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds',
   },
 } as const satisfies Record<string, ProblemCase>
@@ -180,7 +212,12 @@ export const Problems = {
 /** The cases of every route that carries a bearer token. */
 export const BEARER_PROBLEMS: readonly ProblemCase[] = [Problems.notAuthenticated, Problems.tokenNotValid]
 /** The cases of every route that reads a JSON body of at most 16 KiB. */
-export const BODY_PROBLEMS: readonly ProblemCase[] = [Problems.parseError, Problems.requestTimeout, Problems.payloadTooLarge, Problems.unsupportedMediaType]
+export const BODY_PROBLEMS: readonly ProblemCase[] = [
+  Problems.parseError,
+  Problems.requestTimeout,
+  Problems.payloadTooLarge,
+  Problems.unsupportedMediaType,
+]
 /** Any route can fail unexpectedly, lose its database or be answered while the instance drains. */
 const EVERY_ROUTE: readonly ProblemCase[] = [Problems.serverError, Problems.serviceUnavailable]
 

@@ -28,7 +28,7 @@ export const EsignNotification = Type.Object(
             {
               additionalProperties: true,
               description:
-                'Event details. For `sign` and `refusal`, the signer\'s e-mail is read from `signer.email` ' +
+                "Event details. For `sign` and `refusal`, the signer's e-mail is read from `signer.email` " +
                 '(also accepted: `signer_email`, `email`).',
             },
           ),
@@ -85,10 +85,15 @@ export const esignWebhookRouteSchema = {
       }),
     },
     [
-      invalid({ 'event.occurred_at': ['Must be a valid date-time.'] }, 'The body is not a notification object (`event.name`, `event.occurred_at`, `document.key`)'),
+      invalid(
+        { 'event.occurred_at': ['Must be a valid date-time.'] },
+        'The body is not a notification object (`event.name`, `event.occurred_at`, `document.key`)',
+      ),
       { ...Problems.parseError },
       {
-        status: 401, code: 'invalid_signature', detail: 'The Content-Hmac header is missing or does not match the body.',
+        status: 401,
+        code: 'invalid_signature',
+        detail: 'The Content-Hmac header is missing or does not match the body.',
         when: 'With `ESIGN_WEBHOOK_HMAC_KEY` set: `Content-Hmac` is missing or wrong',
       },
       when(Problems.notFound, 'Unknown secret, as for a route that does not exist'),

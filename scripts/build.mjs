@@ -38,8 +38,7 @@ const ownDirname = {
       const source = await readFile(args.path, 'utf8')
       if (!/\b__(?:dirname|filename)\b/.test(source) || /\b(?:const|let|var)\s+__(?:dirname|filename)\b/.test(source)) return undefined
       const fromBundle = path.relative(outdir, args.path).split(path.sep).join('/')
-      const prologue =
-        `var __filename = __bundlePath(${JSON.stringify(fromBundle)}), __dirname = __bundlePath(${JSON.stringify(path.posix.dirname(fromBundle))});`
+      const prologue = `var __filename = __bundlePath(${JSON.stringify(fromBundle)}), __dirname = __bundlePath(${JSON.stringify(path.posix.dirname(fromBundle))});`
       // On the file's first line, so that the source map's line numbers stay right.
       return { contents: `${prologue} ${source}`, loader: 'js', resolveDir: path.dirname(args.path) }
     })

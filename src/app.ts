@@ -5,13 +5,7 @@ import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifySer
 import { EXAMPLES_KEYWORD } from '../schemas/responses.js'
 import authRoutes from './auth/plugin.js'
 import { AddressFailureLimit } from './auth/address-failure-limit.js'
-import {
-  FallbackCounterStore,
-  LoginThrottle,
-  MemoryCounterStore,
-  RedisCounterStore,
-  type CounterStore,
-} from './auth/login-throttle.js'
+import { FallbackCounterStore, LoginThrottle, MemoryCounterStore, RedisCounterStore, type CounterStore } from './auth/login-throttle.js'
 import { configurePasswordHashing, passwordHashQueueDepth } from './auth/passwords.js'
 import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
@@ -113,7 +107,7 @@ async function counterStore(app: FastifyInstance, config: Config, options: Build
     await redis.quit().catch(() => redis.disconnect())
   })
   return new FallbackCounterStore(new RedisCounterStore(redis), new MemoryCounterStore(), (error) =>
-    app.log.warn({ err: error }, 'login throttle: redis failed, using this instance\'s counters'),
+    app.log.warn({ err: error }, "login throttle: redis failed, using this instance's counters"),
   )
 }
 

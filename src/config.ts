@@ -18,8 +18,7 @@ export interface JwtFallbacks {
 }
 
 type JwtSigningKeys =
-  | { algorithm: 'HS256'; secret: string }
-  | { algorithm: 'RS256' | 'EdDSA'; privateKey: string; publicKey: string; publicKeyObject: KeyObject }
+  { algorithm: 'HS256'; secret: string } | { algorithm: 'RS256' | 'EdDSA'; privateKey: string; publicKey: string; publicKeyObject: KeyObject }
 
 export type JwtKeys = JwtSigningKeys & JwtFallbacks
 
@@ -111,9 +110,7 @@ function splitList(text: string | undefined): string[] {
 }
 
 function describeErrors(schema: TSchema, env: Record<string, unknown>): string {
-  return [...Value.Errors(schema, env)]
-    .map((error) => `${error.path.slice(1) || '(environment)'}: ${error.message}`)
-    .join('; ')
+  return [...Value.Errors(schema, env)].map((error) => `${error.path.slice(1) || '(environment)'}: ${error.message}`).join('; ')
 }
 
 type EnvironmentName = keyof Environment & string
@@ -146,7 +143,8 @@ function algorithmOf(key: KeyObject): 'RS256' | 'EdDSA' | undefined {
 /** Previous keys, kept for verification while the tokens they signed live (docs/operations.md, key rotation). */
 function loadJwtFallbacks(env: Environment): JwtFallbacks {
   const secretFallbacks = splitList(env.JWT_SIGNING_KEY_FALLBACKS)
-  if (secretFallbacks.some((secret) => secret.length < 32)) throw new ConfigError('JWT_SIGNING_KEY_FALLBACKS: each key must be at least 32 characters')
+  if (secretFallbacks.some((secret) => secret.length < 32))
+    throw new ConfigError('JWT_SIGNING_KEY_FALLBACKS: each key must be at least 32 characters')
   // PEM has no commas: the list is comma-separated like every other.
   const publicKeyFallbacks = splitList(env.JWT_PUBLIC_KEY_FALLBACKS).map((text, index) => {
     const publicKey = pemOf(text)
@@ -357,9 +355,7 @@ export interface ConfirmationLinkSettings extends DatabaseSettings {
 
 /** `confirmation-link` also needs the old platform's secret (the demo one refused in production) and the link's lifetime. */
 export function loadConfirmationLinkSettings(rawEnv: NodeJS.ProcessEnv = process.env): ConfirmationLinkSettings {
-  const env = readEnvironment(rawEnv, [
-    ...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_SECRETS', 'ALLOW_DEMO_DATA', 'LEGACY_SECRET_KEY', 'LINK_TTL',
-  ])
+  const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_SECRETS', 'ALLOW_DEMO_DATA', 'LEGACY_SECRET_KEY', 'LINK_TTL'])
   checkProduction(env, ['LEGACY_SECRET_KEY'], false)
   return {
     ...databaseSettings(env),
@@ -376,7 +372,9 @@ export function loadConfirmationLinkSettings(rawEnv: NodeJS.ProcessEnv = process
 export function loadSeedSettings(rawEnv: NodeJS.ProcessEnv = process.env): DatabaseSettings {
   const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_DATA'])
   if (!demoDataAllowed(env)) {
-    throw new ConfigError('ALLOW_DEMO_DATA: the demo data (users with a public password) is refused in production; set ALLOW_DEMO_DATA=true to load it anyway')
+    throw new ConfigError(
+      'ALLOW_DEMO_DATA: the demo data (users with a public password) is refused in production; set ALLOW_DEMO_DATA=true to load it anyway',
+    )
   }
   return databaseSettings(env)
 }

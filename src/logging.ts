@@ -45,9 +45,7 @@ function maskSecretSegments(path: string): string {
   if (confirm !== -1) {
     const after = segments.slice(confirm + 1)
     const keepUid = (after.at(-1) === '' ? after.length - 1 : after.length) === 2
-    return segments
-      .map((segment, index) => (index <= confirm || segment === '' || (keepUid && index === confirm + 1) ? segment : MASK))
-      .join('/')
+    return segments.map((segment, index) => (index <= confirm || segment === '' || (keepUid && index === confirm + 1) ? segment : MASK)).join('/')
   }
   return path
 }

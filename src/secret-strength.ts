@@ -52,7 +52,10 @@ export function secretWeakness(secret: string, minLength: number, { demoValues, 
 
 /** The items of a comma-separated list, as the configuration reads them. */
 export function listItems(text: string): string[] {
-  return text.split(',').map((item) => item.trim()).filter(Boolean)
+  return text
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean)
 }
 
 /**

@@ -27,9 +27,10 @@ const require = createRequire(import.meta.url)
 
 const provider = new NodeTracerProvider({
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over the defaults.
-  resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'receivables-api', [ATTR_SERVICE_VERSION]: process.env.npm_package_version ?? '0.1.0' }).merge(
-    detectResources({ detectors: [envDetector] }),
-  ),
+  resource: resourceFromAttributes({
+    [ATTR_SERVICE_NAME]: 'receivables-api',
+    [ATTR_SERVICE_VERSION]: process.env.npm_package_version ?? '0.1.0',
+  }).merge(detectResources({ detectors: [envDetector] })),
   // OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces), OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS.
   spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
 })

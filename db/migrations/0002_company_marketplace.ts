@@ -184,8 +184,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   const tables = [
-    'signature_signers', 'signature_envelopes', 'title_documents', 'operations', 'bids', 'titles',
-    'company_role_presence', 'chat_conversations', 'customers', 'bank_accounts', 'document_solicitations',
+    'signature_signers',
+    'signature_envelopes',
+    'title_documents',
+    'operations',
+    'bids',
+    'titles',
+    'company_role_presence',
+    'chat_conversations',
+    'customers',
+    'bank_accounts',
+    'document_solicitations',
     'kyc_documents',
   ]
   for (const table of tables) await sql`DROP TABLE IF EXISTS ${sql.table(table)}`.execute(db)

@@ -8,7 +8,6 @@ export const LEGACY_DEMO_PASSWORD = 'legacy-password'
 const MARIA_HASH = 'pbkdf2_sha256$260000$demolegacysalt00000001$k82oSoq213VzjBxBToSlDjItc1ApjekuZRxJYN/lXOw='
 const LUCAS_HASH = 'pbkdf2_sha256$260000$demolegacysalt00000002$uQ4cg2vQwsPi0OlbpkZohlAhAOQm6G0XTNLuj0CK3qw='
 
-
 /**
  * argon2id of DEMO_PASSWORD with the service's parameters (src/auth/passwords.ts), made once: the
  * seed then needs nothing from the service, and the tests reseed before every test without hashing.
@@ -43,46 +42,68 @@ export async function seedDemoData(db: Kysely<Database>, now: Date = new Date())
 
 async function seedIdentity(db: Kysely<Database>, passwordHash: string, now: Date): Promise<void> {
   const { companies, roles, users } = DEMO
-  await db.insertInto('companies').values([
-    { id: companies.acme, name: 'Acme Indústria Ltda', trade_name: 'Acme', tax_id: '11222333000181' },
-    { id: companies.beta, name: 'Fundo Beta FIDC', trade_name: 'Beta FIDC', tax_id: '28456789000109' },
-    { id: companies.gamma, name: 'Gamma Comércio Ltda', trade_name: 'Gamma', tax_id: '33445566000186' },
-    { id: companies.delta, name: 'Delta Participações S.A.', trade_name: 'Delta', tax_id: '12ABC34501DE35' },
-  ]).execute()
-  await db.insertInto('company_roles').values([
-    { id: roles.acmeSeller, company_id: companies.acme, role: 'seller' },
-    { id: roles.betaBuyer, company_id: companies.beta, role: 'buyer' },
-    { id: roles.gammaSeller, company_id: companies.gamma, role: 'seller' },
-    { id: roles.deltaSeller, company_id: companies.delta, role: 'seller' },
-    { id: roles.deltaBuyer, company_id: companies.delta, role: 'buyer' },
-  ]).execute()
+  await db
+    .insertInto('companies')
+    .values([
+      { id: companies.acme, name: 'Acme Indústria Ltda', trade_name: 'Acme', tax_id: '11222333000181' },
+      { id: companies.beta, name: 'Fundo Beta FIDC', trade_name: 'Beta FIDC', tax_id: '28456789000109' },
+      { id: companies.gamma, name: 'Gamma Comércio Ltda', trade_name: 'Gamma', tax_id: '33445566000186' },
+      { id: companies.delta, name: 'Delta Participações S.A.', trade_name: 'Delta', tax_id: '12ABC34501DE35' },
+    ])
+    .execute()
+  await db
+    .insertInto('company_roles')
+    .values([
+      { id: roles.acmeSeller, company_id: companies.acme, role: 'seller' },
+      { id: roles.betaBuyer, company_id: companies.beta, role: 'buyer' },
+      { id: roles.gammaSeller, company_id: companies.gamma, role: 'seller' },
+      { id: roles.deltaSeller, company_id: companies.delta, role: 'seller' },
+      { id: roles.deltaBuyer, company_id: companies.delta, role: 'buyer' },
+    ])
+    .execute()
   const person = (id: string, email: string, name: string) => ({ id, email, name, password_hash: passwordHash })
-  await db.insertInto('users').values([
-    person(users.alice, 'alice@acme.example', 'Alice Almeida'),
-    person(users.bob, 'bob@beta.example', 'Bob Barros'),
-    person(users.carol, 'carol@gamma.example', 'Carol Costa'),
-    person(users.dave, 'dave@delta.example', 'Dave Duarte'),
-    person(users.erin, 'erin@acme.example', 'Erin Esteves'),
-    { ...person(users.frank, 'frank@acme.example', 'Frank Freitas'), is_active: false },
-    {
-      id: users.maria, email: 'maria@legacy.example', name: 'Maria Moraes', password_hash: MARIA_HASH,
-      is_active: false, legacy_id: 1042, migration_state: 'pending',
-    },
-    {
-      id: users.lucas, email: 'lucas@legacy.example', name: 'Lucas Lima', password_hash: LUCAS_HASH,
-      legacy_id: 1043, migration_state: 'confirmed', last_login: minutesAgo(now, 60 * 24 * 40),
-    },
-  ]).execute()
-  await db.insertInto('memberships').values([
-    { user_id: users.alice, company_role_id: roles.acmeSeller, permissions: ['admin'] },
-    { user_id: users.bob, company_role_id: roles.betaBuyer, permissions: ['admin'] },
-    { user_id: users.carol, company_role_id: roles.gammaSeller, permissions: ['admin'] },
-    { user_id: users.dave, company_role_id: roles.deltaSeller, permissions: ['admin'] },
-    { user_id: users.dave, company_role_id: roles.deltaBuyer, permissions: ['admin'] },
-    { user_id: users.erin, company_role_id: roles.acmeSeller, permissions: ['marketplace'] },
-    { user_id: users.frank, company_role_id: roles.acmeSeller, permissions: ['admin'] },
-    { user_id: users.lucas, company_role_id: roles.betaBuyer, permissions: ['marketplace'] },
-  ]).execute()
+  await db
+    .insertInto('users')
+    .values([
+      person(users.alice, 'alice@acme.example', 'Alice Almeida'),
+      person(users.bob, 'bob@beta.example', 'Bob Barros'),
+      person(users.carol, 'carol@gamma.example', 'Carol Costa'),
+      person(users.dave, 'dave@delta.example', 'Dave Duarte'),
+      person(users.erin, 'erin@acme.example', 'Erin Esteves'),
+      { ...person(users.frank, 'frank@acme.example', 'Frank Freitas'), is_active: false },
+      {
+        id: users.maria,
+        email: 'maria@legacy.example',
+        name: 'Maria Moraes',
+        password_hash: MARIA_HASH,
+        is_active: false,
+        legacy_id: 1042,
+        migration_state: 'pending',
+      },
+      {
+        id: users.lucas,
+        email: 'lucas@legacy.example',
+        name: 'Lucas Lima',
+        password_hash: LUCAS_HASH,
+        legacy_id: 1043,
+        migration_state: 'confirmed',
+        last_login: minutesAgo(now, 60 * 24 * 40),
+      },
+    ])
+    .execute()
+  await db
+    .insertInto('memberships')
+    .values([
+      { user_id: users.alice, company_role_id: roles.acmeSeller, permissions: ['admin'] },
+      { user_id: users.bob, company_role_id: roles.betaBuyer, permissions: ['admin'] },
+      { user_id: users.carol, company_role_id: roles.gammaSeller, permissions: ['admin'] },
+      { user_id: users.dave, company_role_id: roles.deltaSeller, permissions: ['admin'] },
+      { user_id: users.dave, company_role_id: roles.deltaBuyer, permissions: ['admin'] },
+      { user_id: users.erin, company_role_id: roles.acmeSeller, permissions: ['marketplace'] },
+      { user_id: users.frank, company_role_id: roles.acmeSeller, permissions: ['admin'] },
+      { user_id: users.lucas, company_role_id: roles.betaBuyer, permissions: ['marketplace'] },
+    ])
+    .execute()
 }
 
 async function seedKyc(db: Kysely<Database>, now: Date): Promise<void> {
@@ -98,109 +119,266 @@ async function seedKyc(db: Kysely<Database>, now: Date): Promise<void> {
       reviewed_at: minutesAgo(now, 60 * 24 * (issuedDaysAgo - 1)),
     }
   }
-  const acme = KYC_TYPES.map((type) =>
-    type === 'balance_sheet' ? approved(DEMO.companies.acme, type, 400) : approved(DEMO.companies.acme, type),
-  )
+  const acme = KYC_TYPES.map((type) => (type === 'balance_sheet' ? approved(DEMO.companies.acme, type, 400) : approved(DEMO.companies.acme, type)))
   const gamma = (['cnpj_card', 'articles_of_association'] as const).map((type) => approved(DEMO.companies.gamma, type))
   const delta = KYC_TYPES.map((type) => approved(DEMO.companies.delta, type))
-  await db.insertInto('kyc_documents').values([...acme, ...gamma, ...delta]).execute()
+  await db
+    .insertInto('kyc_documents')
+    .values([...acme, ...gamma, ...delta])
+    .execute()
 }
 
 async function seedBankingAndCustomers(db: Kysely<Database>, now: Date): Promise<void> {
   const { bankAccounts: accounts, companies } = DEMO
   const account = (id: string, companyId: string, holderTaxId: string, number: string, ageDays: number) => ({
-    id, company_id: companyId, bank_code: '341', branch: '0001', account_number: number, account_digit: '5',
-    account_type: 'checking' as const, holder_name: 'Titular Demo', holder_tax_id: holderTaxId,
+    id,
+    company_id: companyId,
+    bank_code: '341',
+    branch: '0001',
+    account_number: number,
+    account_digit: '5',
+    account_type: 'checking' as const,
+    holder_name: 'Titular Demo',
+    holder_tax_id: holderTaxId,
     created_at: minutesAgo(now, ageDays * 24 * 60),
   })
-  await db.insertInto('bank_accounts').values([
-    { ...account(accounts.acme1, companies.acme, '11222333000181', '12345', 300), holder_name: 'Acme Indústria Ltda', is_default: true },
-    { ...account(accounts.acme2, companies.acme, '11222333000181', '23456', 200), holder_name: 'Acme Indústria Ltda', bank_code: '001' },
-    { ...account(accounts.acme3, companies.acme, '11222333000181', '34567', 100), holder_name: 'Acme Indústria Ltda', bank_code: '237' },
-    { ...account(accounts.gamma1, companies.gamma, '33445566000186', '45678', 250), holder_name: 'Gamma Comércio Ltda', is_default: true },
-    { ...account(accounts.delta1, companies.delta, '12ABC34501DE35', '56789', 150), holder_name: 'Delta Participações S.A.', is_default: true },
-    { ...account(accounts.delta2, companies.delta, '12ABC34501DE35', '67890', 50), holder_name: 'Delta Participações S.A.', account_type: 'payment' },
-  ]).execute()
+  await db
+    .insertInto('bank_accounts')
+    .values([
+      { ...account(accounts.acme1, companies.acme, '11222333000181', '12345', 300), holder_name: 'Acme Indústria Ltda', is_default: true },
+      { ...account(accounts.acme2, companies.acme, '11222333000181', '23456', 200), holder_name: 'Acme Indústria Ltda', bank_code: '001' },
+      { ...account(accounts.acme3, companies.acme, '11222333000181', '34567', 100), holder_name: 'Acme Indústria Ltda', bank_code: '237' },
+      { ...account(accounts.gamma1, companies.gamma, '33445566000186', '45678', 250), holder_name: 'Gamma Comércio Ltda', is_default: true },
+      { ...account(accounts.delta1, companies.delta, '12ABC34501DE35', '56789', 150), holder_name: 'Delta Participações S.A.', is_default: true },
+      {
+        ...account(accounts.delta2, companies.delta, '12ABC34501DE35', '67890', 50),
+        holder_name: 'Delta Participações S.A.',
+        account_type: 'payment',
+      },
+    ])
+    .execute()
   const { customers, roles } = DEMO
-  await db.insertInto('customers').values([
-    { id: customers.acmeCompany, company_role_id: roles.acmeSeller, name: 'Zeta Distribuidora Ltda', tax_id: '45678912000155', tax_id_type: 'cnpj', email: 'financeiro@zeta.example', phone: '+551130000001' },
-    { id: customers.acmePerson, company_role_id: roles.acmeSeller, name: 'João da Silva', tax_id: '52998224725', tax_id_type: 'cpf', email: null, phone: null },
-    { id: customers.gammaCompany, company_role_id: roles.gammaSeller, name: 'Omega Atacado Ltda', tax_id: '98765432100060', tax_id_type: 'cnpj', email: null, phone: null },
-    { id: customers.deltaCompany, company_role_id: roles.deltaSeller, name: 'Sigma Serviços Ltda', tax_id: '55667788900098', tax_id_type: 'cnpj', email: null, phone: null },
-  ]).execute()
+  await db
+    .insertInto('customers')
+    .values([
+      {
+        id: customers.acmeCompany,
+        company_role_id: roles.acmeSeller,
+        name: 'Zeta Distribuidora Ltda',
+        tax_id: '45678912000155',
+        tax_id_type: 'cnpj',
+        email: 'financeiro@zeta.example',
+        phone: '+551130000001',
+      },
+      {
+        id: customers.acmePerson,
+        company_role_id: roles.acmeSeller,
+        name: 'João da Silva',
+        tax_id: '52998224725',
+        tax_id_type: 'cpf',
+        email: null,
+        phone: null,
+      },
+      {
+        id: customers.gammaCompany,
+        company_role_id: roles.gammaSeller,
+        name: 'Omega Atacado Ltda',
+        tax_id: '98765432100060',
+        tax_id_type: 'cnpj',
+        email: null,
+        phone: null,
+      },
+      {
+        id: customers.deltaCompany,
+        company_role_id: roles.deltaSeller,
+        name: 'Sigma Serviços Ltda',
+        tax_id: '55667788900098',
+        tax_id_type: 'cnpj',
+        email: null,
+        phone: null,
+      },
+    ])
+    .execute()
 }
 
 async function seedMarketplace(db: Kysely<Database>, now: Date): Promise<void> {
   const { titles, roles, customers } = DEMO
   const title = (id: string, seller: string, payer: string, number: string, faceValue: string, nfeKey: string | null) => ({
-    id, seller_company_role_id: seller, payer_customer_id: payer, number, face_value: faceValue,
-    issue_date: dayOffset(now, -5), due_date: dayOffset(now, 60), nfe_key: nfeKey,
+    id,
+    seller_company_role_id: seller,
+    payer_customer_id: payer,
+    number,
+    face_value: faceValue,
+    issue_date: dayOffset(now, -5),
+    due_date: dayOffset(now, 60),
+    nfe_key: nfeKey,
   })
-  await db.insertInto('titles').values([
-    { ...title(titles.t1, roles.acmeSeller, customers.acmeCompany, 'NF-1001', '15000.00', '35261111222333000181550010000001011000001016'), status: 'listed', listed_at: minutesAgo(now, 60 * 24) },
-    { ...title(titles.t2, roles.acmeSeller, customers.acmePerson, 'NF-1002', '4200.50', '35261111222333000181550010000001021000001021'), status: 'draft' },
-    { ...title(titles.t3, roles.gammaSeller, customers.gammaCompany, 'NF-2001', '8800.00', '35261133445566000186550010000002011000002011'), status: 'listed', listed_at: minutesAgo(now, 60 * 12) },
-    { ...title(titles.t4, roles.deltaSeller, customers.deltaCompany, 'NFS-3001', '23000.00', null), status: 'listed', listed_at: minutesAgo(now, 60 * 6) },
-    { ...title(titles.t5, roles.acmeSeller, customers.acmeCompany, 'NF-1005', '31000.00', '35261111222333000181550010000001051000001058'), status: 'sold', listed_at: minutesAgo(now, 60 * 24 * 4) },
-  ]).execute()
-  await db.insertInto('bids').values([
-    { id: DEMO.bids.betaOnT1, title_id: titles.t1, buyer_company_role_id: roles.betaBuyer, monthly_rate: '1.8500', amount: '14250.00', status: 'active' },
-    { id: DEMO.bids.betaOnT5, title_id: titles.t5, buyer_company_role_id: roles.betaBuyer, monthly_rate: '1.6000', amount: '29800.00', status: 'accepted' },
-  ]).execute()
-  await db.insertInto('operations').values({
-    id: DEMO.operations.t5, title_id: titles.t5, buyer_company_role_id: roles.betaBuyer,
-    payout_bank_account_id: DEMO.bankAccounts.acme3, purchase_price: '29800.00', status: 'awaiting_settlement',
-  }).execute()
+  await db
+    .insertInto('titles')
+    .values([
+      {
+        ...title(titles.t1, roles.acmeSeller, customers.acmeCompany, 'NF-1001', '15000.00', '35261111222333000181550010000001011000001016'),
+        status: 'listed',
+        listed_at: minutesAgo(now, 60 * 24),
+      },
+      {
+        ...title(titles.t2, roles.acmeSeller, customers.acmePerson, 'NF-1002', '4200.50', '35261111222333000181550010000001021000001021'),
+        status: 'draft',
+      },
+      {
+        ...title(titles.t3, roles.gammaSeller, customers.gammaCompany, 'NF-2001', '8800.00', '35261133445566000186550010000002011000002011'),
+        status: 'listed',
+        listed_at: minutesAgo(now, 60 * 12),
+      },
+      {
+        ...title(titles.t4, roles.deltaSeller, customers.deltaCompany, 'NFS-3001', '23000.00', null),
+        status: 'listed',
+        listed_at: minutesAgo(now, 60 * 6),
+      },
+      {
+        ...title(titles.t5, roles.acmeSeller, customers.acmeCompany, 'NF-1005', '31000.00', '35261111222333000181550010000001051000001058'),
+        status: 'sold',
+        listed_at: minutesAgo(now, 60 * 24 * 4),
+      },
+    ])
+    .execute()
+  await db
+    .insertInto('bids')
+    .values([
+      {
+        id: DEMO.bids.betaOnT1,
+        title_id: titles.t1,
+        buyer_company_role_id: roles.betaBuyer,
+        monthly_rate: '1.8500',
+        amount: '14250.00',
+        status: 'active',
+      },
+      {
+        id: DEMO.bids.betaOnT5,
+        title_id: titles.t5,
+        buyer_company_role_id: roles.betaBuyer,
+        monthly_rate: '1.6000',
+        amount: '29800.00',
+        status: 'accepted',
+      },
+    ])
+    .execute()
+  await db
+    .insertInto('operations')
+    .values({
+      id: DEMO.operations.t5,
+      title_id: titles.t5,
+      buyer_company_role_id: roles.betaBuyer,
+      payout_bank_account_id: DEMO.bankAccounts.acme3,
+      purchase_price: '29800.00',
+      status: 'awaiting_settlement',
+    })
+    .execute()
   await seedTitleDocuments(db, now)
 }
 
 async function seedTitleDocuments(db: Kysely<Database>, now: Date): Promise<void> {
   const { titleDocuments: docs, titles, envelopes } = DEMO
-  const doc = (id: string, titleId: string, kind: 'invoice' | 'nfe_xml' | 'assignment_contract', filename: string, contentType: string, size: number) => ({
-    id, title_id: titleId, kind, filename, content_type: contentType, size_bytes: size,
-    sha256: id.replace(/-/g, '').padEnd(64, '0'), uploaded_at: minutesAgo(now, 60 * 24 * 3),
+  const doc = (
+    id: string,
+    titleId: string,
+    kind: 'invoice' | 'nfe_xml' | 'assignment_contract',
+    filename: string,
+    contentType: string,
+    size: number,
+  ) => ({
+    id,
+    title_id: titleId,
+    kind,
+    filename,
+    content_type: contentType,
+    size_bytes: size,
+    sha256: id.replace(/-/g, '').padEnd(64, '0'),
+    uploaded_at: minutesAgo(now, 60 * 24 * 3),
   })
-  await db.insertInto('title_documents').values([
-    doc(docs.t1Invoice, titles.t1, 'invoice', 'nf-1001.pdf', 'application/pdf', 48_213),
-    doc(docs.t1NfeXml, titles.t1, 'nfe_xml', 'nf-1001.xml', 'application/xml', 9_877),
-    doc(docs.t1Contract, titles.t1, 'assignment_contract', 'cessao-nf-1001.pdf', 'application/pdf', 120_554),
-    doc(docs.t2Invoice, titles.t2, 'invoice', 'nf-1002.pdf', 'application/pdf', 51_002),
-    doc(docs.t5Invoice, titles.t5, 'invoice', 'nf-1005.pdf', 'application/pdf', 47_120),
-    doc(docs.t5Contract, titles.t5, 'assignment_contract', 'cessao-nf-1005.pdf', 'application/pdf', 118_940),
-  ]).execute()
+  await db
+    .insertInto('title_documents')
+    .values([
+      doc(docs.t1Invoice, titles.t1, 'invoice', 'nf-1001.pdf', 'application/pdf', 48_213),
+      doc(docs.t1NfeXml, titles.t1, 'nfe_xml', 'nf-1001.xml', 'application/xml', 9_877),
+      doc(docs.t1Contract, titles.t1, 'assignment_contract', 'cessao-nf-1001.pdf', 'application/pdf', 120_554),
+      doc(docs.t2Invoice, titles.t2, 'invoice', 'nf-1002.pdf', 'application/pdf', 51_002),
+      doc(docs.t5Invoice, titles.t5, 'invoice', 'nf-1005.pdf', 'application/pdf', 47_120),
+      doc(docs.t5Contract, titles.t5, 'assignment_contract', 'cessao-nf-1005.pdf', 'application/pdf', 118_940),
+    ])
+    .execute()
   const completed = minutesAgo(now, 60 * 24 * 2)
-  await db.insertInto('signature_envelopes').values([
-    { id: envelopes.pending, envelope_key: 'demo-envelope-0001', title_document_id: docs.t1Contract, status: 'pending' },
-    { id: envelopes.signed, envelope_key: 'demo-envelope-0002', title_document_id: docs.t5Contract, status: 'signed', completed_at: completed, last_event_at: completed },
-  ]).execute()
+  await db
+    .insertInto('signature_envelopes')
+    .values([
+      { id: envelopes.pending, envelope_key: 'demo-envelope-0001', title_document_id: docs.t1Contract, status: 'pending' },
+      {
+        id: envelopes.signed,
+        envelope_key: 'demo-envelope-0002',
+        title_document_id: docs.t5Contract,
+        status: 'signed',
+        completed_at: completed,
+        last_event_at: completed,
+      },
+    ])
+    .execute()
   const signer = (envelopeId: string, position: number, name: string, email: string, signedAt: Date | null) => ({
-    envelope_id: envelopeId, position, name, email, status: signedAt ? ('signed' as const) : ('pending' as const),
-    signed_at: signedAt, last_event_at: signedAt,
+    envelope_id: envelopeId,
+    position,
+    name,
+    email,
+    status: signedAt ? ('signed' as const) : ('pending' as const),
+    signed_at: signedAt,
+    last_event_at: signedAt,
   })
-  await db.insertInto('signature_signers').values([
-    signer(envelopes.pending, 1, 'Alice Almeida', 'alice@acme.example', null),
-    signer(envelopes.pending, 2, 'Bob Barros', 'bob@beta.example', null),
-    signer(envelopes.signed, 1, 'Alice Almeida', 'alice@acme.example', minutesAgo(now, 60 * 24 * 2 + 30)),
-    signer(envelopes.signed, 2, 'Bob Barros', 'bob@beta.example', completed),
-  ]).execute()
+  await db
+    .insertInto('signature_signers')
+    .values([
+      signer(envelopes.pending, 1, 'Alice Almeida', 'alice@acme.example', null),
+      signer(envelopes.pending, 2, 'Bob Barros', 'bob@beta.example', null),
+      signer(envelopes.signed, 1, 'Alice Almeida', 'alice@acme.example', minutesAgo(now, 60 * 24 * 2 + 30)),
+      signer(envelopes.signed, 2, 'Bob Barros', 'bob@beta.example', completed),
+    ])
+    .execute()
 }
 
 async function seedChat(db: Kysely<Database>, now: Date): Promise<void> {
   const { roles, conversations } = DEMO
-  await db.insertInto('chat_conversations').values([
-    { id: conversations.betaAcme, buyer_company_role_id: roles.betaBuyer, seller_company_role_id: roles.acmeSeller },
-    { id: conversations.deltaGamma, buyer_company_role_id: roles.deltaBuyer, seller_company_role_id: roles.gammaSeller },
-  ]).execute()
-  await db.insertInto('company_role_presence').values({ company_role_id: roles.acmeSeller, last_seen_at: minutesAgo(now, 5) }).execute()
+  await db
+    .insertInto('chat_conversations')
+    .values([
+      { id: conversations.betaAcme, buyer_company_role_id: roles.betaBuyer, seller_company_role_id: roles.acmeSeller },
+      { id: conversations.deltaGamma, buyer_company_role_id: roles.deltaBuyer, seller_company_role_id: roles.gammaSeller },
+    ])
+    .execute()
+  await db
+    .insertInto('company_role_presence')
+    .values({ company_role_id: roles.acmeSeller, last_seen_at: minutesAgo(now, 5) })
+    .execute()
 }
 
 /** Empties every table the service owns (the tests reset between cases with it). */
 export async function truncateAll(db: Kysely<Database>): Promise<void> {
   const tables = [
-    'idempotency_keys', 'webhook_deliveries', 'signature_signers', 'signature_envelopes', 'title_documents', 'operations', 'bids',
-    'titles', 'company_role_presence', 'chat_conversations', 'customers', 'bank_accounts',
-    'document_solicitations', 'kyc_documents', 'token_families', 'memberships', 'company_roles',
-    'companies', 'users',
+    'idempotency_keys',
+    'webhook_deliveries',
+    'signature_signers',
+    'signature_envelopes',
+    'title_documents',
+    'operations',
+    'bids',
+    'titles',
+    'company_role_presence',
+    'chat_conversations',
+    'customers',
+    'bank_accounts',
+    'document_solicitations',
+    'kyc_documents',
+    'token_families',
+    'memberships',
+    'company_roles',
+    'companies',
+    'users',
   ]
   await sql`TRUNCATE ${sql.join(tables.map((table) => sql.table(table)))}`.execute(db)
 }

@@ -21,8 +21,7 @@ declare module 'fastify' {
   }
 }
 
-const notAuthenticated = () =>
-  problem(401, 'not_authenticated', 'Authentication credentials were not provided.')
+const notAuthenticated = () => problem(401, 'not_authenticated', 'Authentication credentials were not provided.')
 
 /**
  * Access tokens remembered once verified (src/auth/tokens.ts), each until its `exp`. This remembers
@@ -38,19 +37,14 @@ function jwtPluginOptions(config: Config['jwt']) {
     verify: {
       algorithms: [config.algorithm],
       // fast-jwt checks iss/aud only when present: configured means required.
-      requiredClaims: [
-        'exp', 'iat', 'jti', 'token_type', 'user_id',
-        ...(config.issuer ? ['iss'] : []),
-        ...(config.audience ? ['aud'] : []),
-      ],
+      requiredClaims: ['exp', 'iat', 'jti', 'token_type', 'user_id', ...(config.issuer ? ['iss'] : []), ...(config.audience ? ['aud'] : [])],
       ...(config.issuer ? { allowedIss: config.issuer } : {}),
       ...(config.audience ? { allowedAud: config.audience } : {}),
       // The service keeps its own cache of access tokens, keyed without hashing (src/auth/tokens.ts).
       cache: false,
     },
   }
-  const secret =
-    config.algorithm === 'HS256' ? config.secret : { private: config.privateKey, public: config.publicKey }
+  const secret = config.algorithm === 'HS256' ? config.secret : { private: config.privateKey, public: config.publicKey }
   return { ...common, secret }
 }
 

@@ -20,14 +20,10 @@ export function publicJwks(config: Config['jwt']) {
 /** Public keys for verifying the service's tokens; empty when tokens are signed with a shared secret. */
 const jwksRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
   const body = publicJwks(config.jwt)
-  app.get(
-    '/.well-known/jwks.json',
-    { schema: jwksRouteSchema, config: { public: true } },
-    async (request, reply) => {
-      reply.header('cache-control', 'public, max-age=300')
-      return body
-    },
-  )
+  app.get('/.well-known/jwks.json', { schema: jwksRouteSchema, config: { public: true } }, async (request, reply) => {
+    reply.header('cache-control', 'public, max-age=300')
+    return body
+  })
 }
 
 export default jwksRoutes

@@ -189,7 +189,10 @@ type ScriptCommand = (numberOfKeys: number, ...args: (string | number)[]) => Pro
 
 /** Counters in Redis, shared by every instance of the service; one round trip per operation. */
 export class RedisCounterStore implements CounterStore {
-  constructor(private readonly redis: Redis, private readonly prefix = 'login-failures:') {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix = 'login-failures:',
+  ) {
     // EVALSHA with a fallback to EVAL: the script text is sent once per connection.
     redis.defineCommand('loginThrottleReserve', { lua: RESERVE_SCRIPT })
     redis.defineCommand('loginThrottleSettle', { lua: SETTLE_SCRIPT })
@@ -294,8 +297,7 @@ const digest = (text: string): string => createHash('sha256').update(text).diges
 /** Why a login was refused: failures in the window, or attempts in flight that did not end in time. */
 export type ThrottleReason = 'failures' | 'in_flight'
 
-export const throttleReason = (error: unknown): ThrottleReason | undefined =>
-  (error as { throttleReason?: ThrottleReason } | null)?.throttleReason
+export const throttleReason = (error: unknown): ThrottleReason | undefined => (error as { throttleReason?: ThrottleReason } | null)?.throttleReason
 
 function throttled(waitMs: number, reason: ThrottleReason): Error {
   const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
@@ -329,7 +331,10 @@ export class LoginThrottle {
   /** Waiters on this instance, per key, woken as soon as an attempt on that key ends here. */
   private readonly waiters = new Map<string, Set<() => void>>()
 
-  constructor(private readonly store: CounterStore, private readonly limits: ThrottleLimits) {}
+  constructor(
+    private readonly store: CounterStore,
+    private readonly limits: ThrottleLimits,
+  ) {}
 
   private keys(clientIp: string, email: string) {
     const account = digest(email)

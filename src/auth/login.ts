@@ -9,14 +9,12 @@ import type { TokenSigner } from './tokens.js'
 
 export const normaliseEmail = (email: string): string => email.trim().toLowerCase()
 
-const noActiveAccount = () =>
-  problem(401, 'no_active_account', 'No active account found with the given credentials')
+const noActiveAccount = () => problem(401, 'no_active_account', 'No active account found with the given credentials')
 
 const isNoActiveAccount = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === 'no_active_account'
 
 /** Whether a user may log in at all: active, and not a migrated account awaiting confirmation. */
-export const canLogIn = (user: Pick<LoginCandidate, 'is_active' | 'migration_state'>): boolean =>
-  user.is_active && user.migration_state !== 'pending'
+export const canLogIn = (user: Pick<LoginCandidate, 'is_active' | 'migration_state'>): boolean => user.is_active && user.migration_state !== 'pending'
 
 export interface LoggedInUser {
   id: string
@@ -87,7 +85,14 @@ export async function logIn(
   db: Db,
   signer: TokenSigner,
   throttle: LoginThrottle,
-  attempt: { clientIp: string; email: string; password: string; absoluteTtlSeconds: number; failureFloorMs: number; onFloorExceeded?(elapsedMs: number): void },
+  attempt: {
+    clientIp: string
+    email: string
+    password: string
+    absoluteTtlSeconds: number
+    failureFloorMs: number
+    onFloorExceeded?(elapsedMs: number): void
+  },
 ): Promise<Login> {
   const started = performance.now()
   try {

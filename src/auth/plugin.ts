@@ -34,7 +34,10 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthPluginOptions> = async (app, { c
         absoluteTtlSeconds: config.refreshAbsoluteTtl,
         failureFloorMs: config.loginFailureMinMs,
         onFloorExceeded: (elapsedMs) =>
-          request.log.warn({ elapsedMs: Math.round(elapsedMs), floorMs: config.loginFailureMinMs }, 'failed login took longer than LOGIN_FAILURE_MIN_MS: its time may tell the stored hash apart'),
+          request.log.warn(
+            { elapsedMs: Math.round(elapsedMs), floorMs: config.loginFailureMinMs },
+            'failed login took longer than LOGIN_FAILURE_MIN_MS: its time may tell the stored hash apart',
+          ),
       })
       app.metrics.loginThrottle.labels('allowed').inc()
       audit.loginSucceeded(request.log, { userId: login.user.id, clientAddress: request.ip, via })

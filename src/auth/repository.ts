@@ -12,10 +12,7 @@ export interface LoginCandidate {
 }
 
 const userByEmailStatement = new Precompiled((db, p: { email: string }) =>
-  db
-    .selectFrom('users')
-    .select(['id', 'email', 'name', 'password_hash', 'is_active', 'migration_state'])
-    .where('email', '=', p.email),
+  db.selectFrom('users').select(['id', 'email', 'name', 'password_hash', 'is_active', 'migration_state']).where('email', '=', p.email),
 )
 
 export function findUserByEmail(db: Db, email: string): Promise<LoginCandidate | undefined> {
@@ -124,10 +121,7 @@ const familyIsLive = ({ and, eb, exists, selectFrom }: ExpressionBuilder<Databas
     eb('revoked_at', 'is', null),
     eb('absolute_expires_at', '>', sql<Date>`now()`),
     exists(
-      selectFrom('users')
-        .select(sql.lit(1).as('active'))
-        .whereRef('users.id', '=', 'token_families.user_id')
-        .where('users.is_active', '=', true),
+      selectFrom('users').select(sql.lit(1).as('active')).whereRef('users.id', '=', 'token_families.user_id').where('users.is_active', '=', true),
     ),
   ])
 

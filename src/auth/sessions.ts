@@ -10,7 +10,6 @@ export interface TokenPair {
   refresh: string
 }
 
-
 /** An access token and a refresh token stored under `jti` with `term`. */
 const signPair = (signer: TokenSigner, userId: string, familyId: string, jti: string, term: RefreshTerm): TokenPair => ({
   access: signer.signAccess(userId, familyId).token,

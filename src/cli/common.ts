@@ -87,10 +87,7 @@ function describePostgresError(error: unknown, target: ServerTarget): string {
   const message = messageOf(error)
   switch (codeOf(error)) {
     case '3D000':
-      return (
-        `database "${target.database}" does not exist: create it with \`${createdbCommand(target)}\`, ` +
-        `or run \`${createDatabaseCommand()}\``
-      )
+      return `database "${target.database}" does not exist: create it with \`${createdbCommand(target)}\`, ` + `or run \`${createDatabaseCommand()}\``
     case 'ECONNREFUSED':
       return `cannot connect to ${at} (connection refused): start the server, or fix the host and port in DATABASE_URL`
     case 'ENOTFOUND':

@@ -9,7 +9,10 @@ import path from 'node:path'
  */
 export class DataDirInUse extends Error {
   override name = 'DataDirInUse'
-  constructor(readonly dataDir: string, readonly holderPid: number) {
+  constructor(
+    readonly dataDir: string,
+    readonly holderPid: number,
+  ) {
     super(
       `the embedded database in ${dataDir} is in use by process ${holderPid}: stop that process, ` +
         'or set PGLITE_DIR to another folder (or DATABASE_URL to a PostgreSQL server)',

@@ -137,10 +137,7 @@ export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle
  * loaded only here: on a real server its WASM bundle would cost start-up time and memory for nothing.
  */
 export async function createEmbeddedDatabase(dataDir: string): Promise<DatabaseHandle> {
-  const [{ PGlite }, { PGliteDialect }] = await Promise.all([
-    import('@electric-sql/pglite'),
-    import('kysely-pglite-dialect'),
-  ])
+  const [{ PGlite }, { PGliteDialect }] = await Promise.all([import('@electric-sql/pglite'), import('kysely-pglite-dialect')])
   const inMemory = dataDir.startsWith('memory://')
   let created = inMemory
   if (!inMemory) {

@@ -30,8 +30,7 @@ class Placeholder {
   }
 }
 
-const misuse = (what: string): Error =>
-  new Error(`Precompiled: ${what}; use parameters only as values in the statement (see src/db/precompiled.ts)`)
+const misuse = (what: string): Error => new Error(`Precompiled: ${what}; use parameters only as values in the statement (see src/db/precompiled.ts)`)
 
 /**
  * The parameter object handed to `build`: reading a named property gives that parameter's stand-in;
@@ -120,9 +119,15 @@ export class Precompiled<Params extends object, Row> {
     let compiled: CompiledQuery<Row>
     let again: CompiledQuery<Row>
     try {
-      compiled = build(compiler, standIns<Params>((name) => new Placeholder(name))).compile()
+      compiled = build(
+        compiler,
+        standIns<Params>((name) => new Placeholder(name)),
+      ).compile()
       // Every stand-in null this time: a branch on a parameter (`p.x ? a : b`, `p.x ?? y`) goes the other way.
-      again = build(compiler, standIns<Params>(() => null)).compile()
+      again = build(
+        compiler,
+        standIns<Params>(() => null),
+      ).compile()
     } catch (error) {
       const message = (error as Error).message
       throw message.startsWith('Precompiled: ') ? error : misuse(`building the statement failed (${message})`)

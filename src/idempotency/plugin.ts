@@ -34,8 +34,7 @@ const inUse = () =>
     headers: { 'retry-after': '1' },
   })
 
-const reused = () =>
-  problem(422, 'idempotency_key_reused', 'This Idempotency-Key was already used with another request; use a new key.')
+const reused = () => problem(422, 'idempotency_key_reused', 'This Idempotency-Key was already used with another request; use a new key.')
 
 /**
  * Who a key belongs to: the token's user (admitted by the tenancy pipeline before this runs, so a

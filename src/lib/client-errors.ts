@@ -64,8 +64,6 @@ export function refuseVersionlessRequests(server: Server): void {
     }
     const body = JSON.stringify(problemBody(400, 'bad_request', 'Malformed HTTP request.'))
     response.shouldKeepAlive = false
-    response
-      .writeHead(400, { 'content-type': 'application/problem+json', 'x-content-type-options': 'nosniff', connection: 'close' })
-      .end(body)
+    response.writeHead(400, { 'content-type': 'application/problem+json', 'x-content-type-options': 'nosniff', connection: 'close' }).end(body)
   })
 }

@@ -25,7 +25,10 @@ export class ConcurrencyLimit {
   private readonly maxQueued: number
   private readonly observer: ConcurrencyObserver
 
-  constructor(private readonly limit: number, options: ConcurrencyLimitOptions = {}) {
+  constructor(
+    private readonly limit: number,
+    options: ConcurrencyLimitOptions = {},
+  ) {
     if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`)
     const maxQueued = options.maxQueued ?? Number.POSITIVE_INFINITY
     if (!(maxQueued >= 0) || (Number.isFinite(maxQueued) && !Number.isInteger(maxQueued))) {

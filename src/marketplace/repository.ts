@@ -70,32 +70,34 @@ function signatureOf(eb: ExpressionBuilder<Database, 'title_documents'>) {
  * instead of parsing it into objects only to serialise them again. One row, or none.
  */
 function visibleTitleDocuments(db: Kysely<Database>, titleId: string, member: MemberRole) {
-  return db
-    .selectFrom('titles')
-    .select((title) => [
-      sql<string>`${jsonArrayFrom(
-        title
-          .selectFrom('title_documents')
-          .select((document) => [
-            'title_documents.id',
-            'title_documents.kind',
-            'title_documents.filename',
-            'title_documents.content_type',
-            'title_documents.size_bytes',
-            'title_documents.sha256',
-            isoTimestamp(document.ref('title_documents.uploaded_at')).as('uploaded_at'),
-            signatureOf(document).as('signature'),
-          ])
-          .whereRef('title_documents.title_id', '=', 'titles.id')
-          .orderBy('title_documents.uploaded_at')
-          .orderBy('title_documents.id'),
-      )}::text`.as('documents_json'),
-    ])
-    .where('titles.id', '=', titleId)
-    .where((eb) => visibleToMember(eb, member))
-    // A fence: pulled up into the statement's join, the subquery had its documents built at the
-    // title's scan, before the visibility filter on the join, so a 404 paid for the whole body.
-    .offset(0)
+  return (
+    db
+      .selectFrom('titles')
+      .select((title) => [
+        sql<string>`${jsonArrayFrom(
+          title
+            .selectFrom('title_documents')
+            .select((document) => [
+              'title_documents.id',
+              'title_documents.kind',
+              'title_documents.filename',
+              'title_documents.content_type',
+              'title_documents.size_bytes',
+              'title_documents.sha256',
+              isoTimestamp(document.ref('title_documents.uploaded_at')).as('uploaded_at'),
+              signatureOf(document).as('signature'),
+            ])
+            .whereRef('title_documents.title_id', '=', 'titles.id')
+            .orderBy('title_documents.uploaded_at')
+            .orderBy('title_documents.id'),
+        )}::text`.as('documents_json'),
+      ])
+      .where('titles.id', '=', titleId)
+      .where((eb) => visibleToMember(eb, member))
+      // A fence: pulled up into the statement's join, the subquery had its documents built at the
+      // title's scan, before the visibility filter on the join, so a 404 paid for the whole body.
+      .offset(0)
+  )
 }
 
 /** Route 9's data query: the title's documents, if the member may see it. */

@@ -25,8 +25,7 @@ export const AUDIT_EVENTS = {
  * The e-mail as a short digest: the same address gives the same value, so one account's attempts
  * can be followed across lines without the address itself being in the logs.
  */
-export const emailDigest = (email: string): string =>
-  createHash('sha256').update(email.trim().toLowerCase()).digest('hex').slice(0, 16)
+export const emailDigest = (email: string): string => createHash('sha256').update(email.trim().toLowerCase()).digest('hex').slice(0, 16)
 
 type Log = Pick<FastifyBaseLogger, 'info' | 'warn'>
 

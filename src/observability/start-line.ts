@@ -30,6 +30,9 @@ export async function listenAndAnnounce(app: FastifyInstance, config: Config, de
   const demo = shown ? `; demo login ${shown.email} / ${shown.password}` : ''
   const line = `listening on ${url} (API docs ${url}/docs${demo})`
   if (shown && config.env === 'production') {
-    app.log.warn({ url, docs: `${url}/docs`, demoData: true }, `${line}: DEMO DATA IN PRODUCTION (ALLOW_DEMO_DATA=true), anyone can log in as its users`)
+    app.log.warn(
+      { url, docs: `${url}/docs`, demoData: true },
+      `${line}: DEMO DATA IN PRODUCTION (ALLOW_DEMO_DATA=true), anyone can log in as its users`,
+    )
   } else app.log.info({ url, docs: `${url}/docs` }, line)
 }

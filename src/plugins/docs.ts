@@ -89,8 +89,7 @@ export default fp(
         // swagger-ui's own policy, with hashes of its inline scripts; the page may not be framed,
         // and it keeps the scheme it was served with (TLS ends at the gateway).
         staticCSP: true,
-        transformStaticCSP: (policy) =>
-          policy.replace("frame-ancestors 'self'", "frame-ancestors 'none'").replace(' upgrade-insecure-requests;', ''),
+        transformStaticCSP: (policy) => policy.replace("frame-ancestors 'self'", "frame-ancestors 'none'").replace(' upgrade-insecure-requests;', ''),
       })
     })
   },

@@ -41,16 +41,13 @@ const FRAMEWORK_ERRORS: Record<string, { status: number; code: string; detail: s
   FST_ERR_CTP_INVALID_TYPE: { status: 400, code: 'parse_error', detail: 'The request body could not be read.' },
 }
 
-export function sendProblem(
-  reply: FastifyReply,
-  status: number,
-  code: string,
-  detail: string,
-  extra: Record<string, unknown> = {},
-): FastifyReply {
+export function sendProblem(reply: FastifyReply, status: number, code: string, detail: string, extra: Record<string, unknown> = {}): FastifyReply {
   if (status === 401) reply.header('www-authenticate', WWW_AUTHENTICATE)
   reply.request.problemCode = code // on the request's log line
-  return reply.code(status).type('application/problem+json').send(problemBody(status, code, detail, extra))
+  return reply
+    .code(status)
+    .type('application/problem+json')
+    .send(problemBody(status, code, detail, extra))
 }
 
 /**

@@ -12,26 +12,22 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/live', { schema: livenessRouteSchema, config: { public: true }, logLevel: 'warn' }, async () => ({
     status: 'ok' as const,
   }))
-  app.get(
-    '/ready',
-    { schema: readinessRouteSchema, config: { public: true }, logLevel: 'warn' },
-    async () => {
-      if (app.draining) {
-        throw problem(503, 'service_unavailable', 'This instance is shutting down.', { headers: { 'retry-after': '5' } })
-      }
-      try {
-        await probe(app.db, READINESS_TIMEOUT_MS)
-      } catch (error) {
-        const detail =
-          error instanceof DatabaseConfigurationError
-            ? `The database is set up in a way the service cannot use: ${app.databaseProblems.join('; ')}`
-            : 'The database is not reachable.'
-        throw problem(503, 'service_unavailable', detail, { headers: { 'retry-after': '5' } })
-      }
-      const problems = app.databaseProblems
-      return problems.length > 0 ? { status: 'ok' as const, configuration_errors: [...problems] } : { status: 'ok' as const }
-    },
-  )
+  app.get('/ready', { schema: readinessRouteSchema, config: { public: true }, logLevel: 'warn' }, async () => {
+    if (app.draining) {
+      throw problem(503, 'service_unavailable', 'This instance is shutting down.', { headers: { 'retry-after': '5' } })
+    }
+    try {
+      await probe(app.db, READINESS_TIMEOUT_MS)
+    } catch (error) {
+      const detail =
+        error instanceof DatabaseConfigurationError
+          ? `The database is set up in a way the service cannot use: ${app.databaseProblems.join('; ')}`
+          : 'The database is not reachable.'
+      throw problem(503, 'service_unavailable', detail, { headers: { 'retry-after': '5' } })
+    }
+    const problems = app.databaseProblems
+    return problems.length > 0 ? { status: 'ok' as const, configuration_errors: [...problems] } : { status: 'ok' as const }
+  })
 }
 
 export default healthRoutes

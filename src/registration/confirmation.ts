@@ -11,8 +11,7 @@ import { findPendingUser, lockPendingUser, markConfirmed, type ConfirmedUser, ty
 export const CONFIRMATION_PATH = '/api/registration/v1/confirm-migration-account'
 
 /** One answer for every bad link, so that nobody learns which users exist or which part was wrong. */
-const invalidLink = () =>
-  problem(400, 'invalid_link', 'The confirmation link is invalid or has expired.')
+const invalidLink = () => problem(400, 'invalid_link', 'The confirmation link is invalid or has expired.')
 
 /** The old platform's primary key was the integer id; accounts without one are named by their UUID. */
 const linkSubject = (user: PendingUser): LinkSubject => ({

@@ -46,7 +46,9 @@ function hashValue(subject: LinkSubject, timestamp: number): string {
 
 /** Django's salted_hmac: the HMAC key is SHA-256 of salt and secret; every second hex digit is kept. */
 function tokenAt(subject: LinkSubject, timestamp: number, secret: string): string {
-  const key = createHash('sha256').update(KEY_SALT + secret).digest()
+  const key = createHash('sha256')
+    .update(KEY_SALT + secret)
+    .digest()
   const digest = createHmac('sha256', key).update(hashValue(subject, timestamp)).digest('hex')
   const hash = [...digest].filter((_, index) => index % 2 === 0).join('')
   return `${toBase36(timestamp)}-${hash}`

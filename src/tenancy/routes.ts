@@ -26,14 +26,28 @@ export type TenancyDeclaration =
 
 type Request<S extends FastifySchema> = FastifyRequest<RouteGenericInterface, RawServerDefault, RawRequestDefaultExpression, S, TypeBoxTypeProvider>
 type Reply<S extends FastifySchema> = FastifyReply<
-  RouteGenericInterface, RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, ContextConfigDefault, S, TypeBoxTypeProvider
+  RouteGenericInterface,
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  ContextConfigDefault,
+  S,
+  TypeBoxTypeProvider
 >
 type Returns<S extends FastifySchema> = ResolveFastifyReplyReturnType<TypeBoxTypeProvider, S, RouteGenericInterface>
 type ParamsOf<S> = S extends { params: infer P extends TSchema } ? Static<P> : object
 
 /** Everything else a route may say (hooks, body limit, other config keys such as a plugin's flag), passed through as written. */
 type RouteParts<S extends FastifySchema> = Omit<
-  RouteShorthandOptions<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, RouteGenericInterface, ContextConfigDefault, S, TypeBoxTypeProvider>,
+  RouteShorthandOptions<
+    RawServerDefault,
+    RawRequestDefaultExpression,
+    RawReplyDefaultExpression,
+    RouteGenericInterface,
+    ContextConfigDefault,
+    S,
+    TypeBoxTypeProvider
+  >,
   'schema' | 'config'
 > & {
   method: HTTPMethods
@@ -69,7 +83,13 @@ export type UserRouteSpec<S extends FastifySchema, Data> = RouteParts<S> & {
 }
 
 type TypeboxRoute = RouteOptions<
-  RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, RouteGenericInterface, ContextConfigDefault, FastifySchema, TypeBoxTypeProvider
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  RouteGenericInterface,
+  ContextConfigDefault,
+  FastifySchema,
+  TypeBoxTypeProvider
 >
 
 const notAdmitted = (url: string) => new Error(`${url} reached its handler without the tenancy pipeline's admission`)

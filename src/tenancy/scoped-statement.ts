@@ -86,20 +86,21 @@ export class ScopedStatement<Params extends object, Data> {
   private readonly rows = new RowSplitter()
 
   constructor(read: CompanyRead<Params, Data>) {
-    this.statement = new Precompiled((db, params: ScopedPrincipal & Params) =>
-      userWithMembership(db, params)
-        .leftJoinLateral(
-          (eb) =>
-            eb
-              .selectFrom(read(db, { params, companyRoleId: params.companyRoleId, member: MEMBER_ROLE }).as('data_row'))
-              .selectAll('data_row')
-              .select(sql<boolean>`true`.as(FOUND))
-              // Gated on the membership: a non-member's request computes no data.
-              .where('member.member_role_id', 'is not', null)
-              .as('data'),
-          (join) => join.onTrue(),
-        )
-        .selectAll('data') as unknown as SelectQueryBuilder<Database, never, StatementRow>,
+    this.statement = new Precompiled(
+      (db, params: ScopedPrincipal & Params) =>
+        userWithMembership(db, params)
+          .leftJoinLateral(
+            (eb) =>
+              eb
+                .selectFrom(read(db, { params, companyRoleId: params.companyRoleId, member: MEMBER_ROLE }).as('data_row'))
+                .selectAll('data_row')
+                .select(sql<boolean>`true`.as(FOUND))
+                // Gated on the membership: a non-member's request computes no data.
+                .where('member.member_role_id', 'is not', null)
+                .as('data'),
+            (join) => join.onTrue(),
+          )
+          .selectAll('data') as unknown as SelectQueryBuilder<Database, never, StatementRow>,
     )
   }
 

@@ -49,7 +49,9 @@ export async function receiveEsignDeliveries(db: Kysely<Database>, incoming: Inc
     const byKey = new Map(stored.map((row) => [row.dedupeKey, row]))
     const events = [...firsts.values()].flatMap((delivery): StoredEvent[] => {
       const row = byKey.get(delivery.dedupeKey)
-      return row ? [{ deliveryId: row.id, eventName: delivery.eventName, occurredAt: delivery.occurredAt, envelope: row.envelope, signer: row.signer }] : []
+      return row
+        ? [{ deliveryId: row.id, eventName: delivery.eventName, occurredAt: delivery.occurredAt, envelope: row.envelope, signer: row.signer }]
+        : []
     })
     const changes = foldEvents(events)
     await applyChanges(trx, changes)

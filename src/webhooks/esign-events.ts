@@ -2,10 +2,7 @@ import type { WebhookDeliveriesTable } from '../../db/types.js'
 import type { EnvelopeStatus, SignerStatus } from '../vocabulary.js'
 
 /** What a provider event means for an envelope, independent of its current state. */
-export type EsignAction =
-  | { kind: 'sign' }
-  | { kind: 'refusal' }
-  | { kind: 'finish'; status: 'signed' | 'cancelled' | 'expired' }
+export type EsignAction = { kind: 'sign' } | { kind: 'refusal' } | { kind: 'finish'; status: 'signed' | 'cancelled' | 'expired' }
 
 const ACTIONS: Record<string, EsignAction> = {
   sign: { kind: 'sign' },
@@ -54,8 +51,7 @@ export interface Transition {
   signer?: SignerChange
 }
 
-const isOlder = (occurredAt: Date, lastEventAt: Date | null): boolean =>
-  lastEventAt !== null && occurredAt.getTime() < lastEventAt.getTime()
+const isOlder = (occurredAt: Date, lastEventAt: Date | null): boolean => lastEventAt !== null && occurredAt.getTime() < lastEventAt.getTime()
 
 /** A final state never goes back, and an older event never overwrites a newer one. */
 function envelopeChange(envelope: EnvelopeState, status: EnvelopeStatus, occurredAt: Date): EnvelopeChange | undefined {
@@ -68,12 +64,7 @@ function envelopeChange(envelope: EnvelopeState, status: EnvelopeStatus, occurre
  * signer event still lands when it happened before the closing event (it arrived late), never when
  * it happened after; and a completed envelope takes no refusal, which would contradict it.
  */
-function signerChange(
-  envelope: EnvelopeState,
-  signer: SignerState,
-  status: 'signed' | 'refused',
-  occurredAt: Date,
-): SignerChange | undefined {
+function signerChange(envelope: EnvelopeState, signer: SignerState, status: 'signed' | 'refused', occurredAt: Date): SignerChange | undefined {
   if (signer.status !== 'pending' || isOlder(occurredAt, signer.last_event_at)) return undefined
   if (isFinalEnvelopeStatus(envelope.status)) {
     const closedAt = envelope.last_event_at
@@ -89,12 +80,7 @@ function signerChange(
  * and monotonic (final states stay, older events never overwrite newer ones, for the envelope and
  * for each signer alike).
  */
-export function transition(
-  envelope: EnvelopeState,
-  signer: SignerState | undefined,
-  action: EsignAction,
-  occurredAt: Date,
-): Transition {
+export function transition(envelope: EnvelopeState, signer: SignerState | undefined, action: EsignAction, occurredAt: Date): Transition {
   const result: Transition = {}
   if (action.kind === 'finish') {
     const change = envelopeChange(envelope, action.status, occurredAt)
@@ -127,8 +113,7 @@ export function signerEmailOf(data: unknown): string | undefined {
   return email?.trim().toLowerCase()
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** What became of a stored delivery. */
 export type DeliveryOutcome = NonNullable<WebhookDeliveriesTable['outcome']>

@@ -44,7 +44,7 @@ describe('the JWT check on authenticated routes', () => {
       'a not-yet-valid token': forgeHs256({ ...claims, nbf: now + 600 }),
       'a tampered payload': `${header}.${Buffer.from(JSON.stringify(tampered)).toString('base64url')}.${signature}`,
       'a bad jti': forgeHs256({ ...claims, jti: 'x' }),
-      'garbage': 'abc.def.ghi',
+      garbage: 'abc.def.ghi',
     }
     for (const [name, token] of Object.entries(cases)) {
       const response = await get(bearer(token))
@@ -114,10 +114,7 @@ describe('the JWT check on authenticated routes', () => {
   })
 
   it.each(['ed25519', 'rsa'] as const)('signs with a %s key pair, publishes it as JWKS and refuses HS256', async (type) => {
-    const pair =
-      type === 'rsa'
-        ? generateKeyPairSync('rsa', { modulusLength: 2048 })
-        : generateKeyPairSync('ed25519')
+    const pair = type === 'rsa' ? generateKeyPairSync('rsa', { modulusLength: 2048 }) : generateKeyPairSync('ed25519')
     const app = await buildTestApp({
       JWT_PRIVATE_KEY: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
       JWT_PUBLIC_KEY: pair.publicKey.export({ type: 'spki', format: 'pem' }).toString(),

@@ -19,11 +19,17 @@ interface Attempt {
 const logins = (app: FastifyInstance, attempts: Attempt[]): Promise<LightMyRequestResponse[]> =>
   Promise.all(
     attempts.map(({ email = 'alice@acme.example', password = DEMO_PASSWORD, ip = '198.51.100.70' }, index) =>
-      app.inject({ method: 'POST', url: index % 2 === 0 ? '/api/auth/v1/token' : '/api/auth/v1/login', payload: { email, password }, remoteAddress: ip }),
+      app.inject({
+        method: 'POST',
+        url: index % 2 === 0 ? '/api/auth/v1/token' : '/api/auth/v1/login',
+        payload: { email, password },
+        remoteAddress: ip,
+      }),
     ),
   )
 
-const times = (count: number, attempt: (index: number) => Attempt = () => ({})): Attempt[] => Array.from({ length: count }, (_, index) => attempt(index))
+const times = (count: number, attempt: (index: number) => Attempt = () => ({})): Attempt[] =>
+  Array.from({ length: count }, (_, index) => attempt(index))
 
 const statuses = (responses: LightMyRequestResponse[]) => responses.map((response) => response.statusCode)
 
@@ -38,7 +44,7 @@ const retryAfters = (responses: LightMyRequestResponse[]): number[] =>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-describe('a burst of one partner account\'s logins', () => {
+describe("a burst of one partner account's logins", () => {
   // The defaults: 5 per (address, e-mail), 20 per account, 30 per address, a 15-minute window; a
   // longer wait than the default 5 s for the attempts in flight, as the suite shares its CPUs.
   const ctx = useTestApp({ LOGIN_FAILURE_WINDOW: '15m', LOGIN_BURST_WAIT: BURST_WAIT })
@@ -51,12 +57,18 @@ describe('a burst of one partner account\'s logins', () => {
   })
 
   it('serves 25 concurrent correct logins of one account from 25 addresses (above the per-account limit)', async () => {
-    const responses = await logins(ctx.app, times(25, (index) => ({ ip: `203.0.113.${index + 1}` })))
+    const responses = await logins(
+      ctx.app,
+      times(25, (index) => ({ ip: `203.0.113.${index + 1}` })),
+    )
     expect(statuses(responses)).toEqual(Array(25).fill(200))
   })
 
   it('still lets at most 5 of 40 concurrent wrong passwords be checked, the rest 429 for the real wait', async () => {
-    const responses = await logins(ctx.app, times(40, (index) => ({ password: `guess ${index}` })))
+    const responses = await logins(
+      ctx.app,
+      times(40, (index) => ({ password: `guess ${index}` })),
+    )
     const checked = responses.filter((response) => response.statusCode === 401)
     expect(checked.length).toBeGreaterThan(0)
     expect(checked.length).toBeLessThanOrEqual(5)
@@ -72,7 +84,10 @@ describe('a burst from one address for several accounts', () => {
   const ctx = useTestApp({ LOGIN_FAILURES_PER_ADDRESS: '4', LOGIN_BURST_WAIT: BURST_WAIT })
 
   it('serves 20 concurrent correct logins of five users from one address (above the per-address limit)', async () => {
-    const responses = await logins(ctx.app, times(20, (index) => ({ email: DEMO_EMAILS[index % 5] })))
+    const responses = await logins(
+      ctx.app,
+      times(20, (index) => ({ email: DEMO_EMAILS[index % 5] })),
+    )
     expect(statuses(responses)).toEqual(Array(20).fill(200))
   })
 })
@@ -98,7 +113,10 @@ describe('Retry-After', () => {
     const app = await buildTestApp({ LOGIN_FAILURES_PER_CLIENT: '3', LOGIN_FAILURES_PER_ACCOUNT: '6', LOGIN_FAILURE_WINDOW: '3s' })
     try {
       // Per client: 3 failures, then a burst of the right password is told the rest of the window.
-      const client = await logins(app, times(20, (index) => ({ password: index < 3 ? `guess ${index}` : DEMO_PASSWORD })))
+      const client = await logins(
+        app,
+        times(20, (index) => ({ password: index < 3 ? `guess ${index}` : DEMO_PASSWORD })),
+      )
       expect(statuses(client).filter((status) => status === 401).length).toBe(3)
       await sleep(1_000)
       const clientWaits = retryAfters(await logins(app, times(5)))
@@ -108,12 +126,27 @@ describe('Retry-After', () => {
       expect(statuses(await logins(app, times(1)))).toEqual([200])
 
       // Per account: 6 failures from six addresses block a seventh address until the window ends.
-      await logins(app, times(6, (index) => ({ password: `guess ${index}`, ip: `203.0.113.${index + 1}` })))
-      const accountWaits = retryAfters(await logins(app, times(5, () => ({ ip: '203.0.113.99' }))))
+      await logins(
+        app,
+        times(6, (index) => ({ password: `guess ${index}`, ip: `203.0.113.${index + 1}` })),
+      )
+      const accountWaits = retryAfters(
+        await logins(
+          app,
+          times(5, () => ({ ip: '203.0.113.99' })),
+        ),
+      )
       expect(accountWaits).toHaveLength(5)
       for (const wait of accountWaits) expect(wait).toBeLessThanOrEqual(3)
       await sleep(Math.max(...accountWaits) * 1_000)
-      expect(statuses(await logins(app, times(1, () => ({ ip: '203.0.113.99' }))))).toEqual([200])
+      expect(
+        statuses(
+          await logins(
+            app,
+            times(1, () => ({ ip: '203.0.113.99' })),
+          ),
+        ),
+      ).toEqual([200])
     } finally {
       await app.close()
     }
@@ -139,7 +172,13 @@ describe('a burst with the counters in Redis, two instances', () => {
       expect(statuses([...a, ...b])).toEqual(Array(20).fill(200))
 
       const wrong = (index: number) => ({ password: `guess ${index}`, ip: '198.51.100.71' })
-      const [c, d] = await Promise.all([logins(first, times(20, wrong)), logins(second, times(20, (index) => wrong(index + 20)))])
+      const [c, d] = await Promise.all([
+        logins(first, times(20, wrong)),
+        logins(
+          second,
+          times(20, (index) => wrong(index + 20)),
+        ),
+      ])
       const responses = [...c, ...d]
       const checked = responses.filter((response) => response.statusCode === 401)
       expect(checked.length).toBeGreaterThan(0)

@@ -14,7 +14,12 @@ const randomLogin = (app: FastifyInstance, ip: string, index: number) =>
   })
 
 const rightfulLogin = (app: FastifyInstance) =>
-  app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'alice@acme.example', password: DEMO_PASSWORD }, remoteAddress: '192.0.2.250' })
+  app.inject({
+    method: 'POST',
+    url: '/api/auth/v1/token',
+    payload: { email: 'alice@acme.example', password: DEMO_PASSWORD },
+    remoteAddress: '192.0.2.250',
+  })
 
 const statuses = (responses: LightMyRequestResponse[]) => responses.map((response) => response.statusCode)
 
@@ -66,7 +71,12 @@ describe('a flood of logins with random e-mails', () => {
     await withApp({ PASSWORD_HASH_QUEUE_PER_THREAD: '0', LOGIN_FAILURES_PER_ACCOUNT: '8' }, async (app) => {
       const guesses = await Promise.all(
         Array.from({ length: 20 }, (_, index) =>
-          app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'alice@acme.example', password: `guess ${index}` }, remoteAddress: `203.0.113.${index + 1}` }),
+          app.inject({
+            method: 'POST',
+            url: '/api/auth/v1/token',
+            payload: { email: 'alice@acme.example', password: `guess ${index}` },
+            remoteAddress: `203.0.113.${index + 1}`,
+          }),
         ),
       )
       const checked = guesses.filter((response) => response.statusCode === 401).length

@@ -60,12 +60,14 @@ describe('reads that check the principal in their own statement', () => {
     const unadmit = (request: FastifyRequest) => void (request.auth = null)
     app.route(userRoute({ method: 'GET', url: '/forgot-to-admit', schema: {}, handler: async (request) => (unadmit(request), { secret: 'leaked' }) }))
     // A body already serialised (as route 9 sends the database's JSON) skips serialisation and its hooks.
-    app.route(userRoute({
-      method: 'GET',
-      url: '/forgot-to-admit-json-text',
-      schema: {},
-      handler: async (request, reply) => (unadmit(request), sendJsonText(reply, '{"secret":"leaked"}')),
-    }))
+    app.route(
+      userRoute({
+        method: 'GET',
+        url: '/forgot-to-admit-json-text',
+        schema: {},
+        handler: async (request, reply) => (unadmit(request), sendJsonText(reply, '{"secret":"leaked"}')),
+      }),
+    )
     await app.ready()
     try {
       const { access } = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)

@@ -13,11 +13,14 @@ const ctx = useTestApp()
 const refreshOn = (app: FastifyInstance, token: string) =>
   app.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh: token } })
 const refresh = (token: string) => refreshOn(ctx.app, token)
-const companies = (access: string) =>
-  ctx.app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: bearer(access) })
+const companies = (access: string) => ctx.app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: bearer(access) })
 const familyOf = async (token: string) => {
   const { db } = await testDatabase()
-  return db.selectFrom('token_families').select('revoked_reason').where('id', '=', String(decodeClaims(token).fid)).executeTakeFirstOrThrow()
+  return db
+    .selectFrom('token_families')
+    .select('revoked_reason')
+    .where('id', '=', String(decodeClaims(token).fid))
+    .executeTakeFirstOrThrow()
 }
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -88,7 +91,11 @@ describe('POST /api/auth/v1/token/refresh: a retry within REFRESH_REUSE_GRACE', 
     const first = await obtainTokens(ctx.app, 'alice@acme.example', DEMO_PASSWORD)
     const { db } = await testDatabase()
     expect((await refresh(first.refresh)).statusCode).toBe(200)
-    await db.updateTable('token_families').set({ revoked_at: new Date(), revoked_reason: 'logout' }).where('id', '=', String(decodeClaims(first.refresh).fid)).execute()
+    await db
+      .updateTable('token_families')
+      .set({ revoked_at: new Date(), revoked_reason: 'logout' })
+      .where('id', '=', String(decodeClaims(first.refresh).fid))
+      .execute()
     problemOf(await refresh(first.refresh), 401, 'token_not_valid')
   })
 

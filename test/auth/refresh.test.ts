@@ -5,10 +5,8 @@ import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, use
 import { decodeClaims, forgeHs256, respellSignature } from '../helpers/jwt.js'
 
 const ctx = useTestApp()
-const refresh = (token: unknown) =>
-  ctx.app.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh: token } })
-const companies = (access: string) =>
-  ctx.app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: bearer(access) })
+const refresh = (token: unknown) => ctx.app.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh: token } })
+const companies = (access: string) => ctx.app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: bearer(access) })
 
 describe('POST /api/auth/v1/token/refresh', () => {
   it('rotates: a new access and refresh token of the same family', async () => {

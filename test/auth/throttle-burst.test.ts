@@ -41,7 +41,12 @@ describe('a burst of concurrent guesses for one e-mail', () => {
     // The right password sent last in the burst did not get through behind the wrong ones.
     expect(responses[39]!.statusCode).toBe(429)
     problemOf(
-      await ctx.app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'alice@acme.example', password: DEMO_PASSWORD }, remoteAddress: '198.51.100.40' }),
+      await ctx.app.inject({
+        method: 'POST',
+        url: '/api/auth/v1/token',
+        payload: { email: 'alice@acme.example', password: DEMO_PASSWORD },
+        remoteAddress: '198.51.100.40',
+      }),
       429,
       'throttled',
     )

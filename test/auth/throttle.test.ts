@@ -18,7 +18,10 @@ describe('brute-force limits on the token and login routes', () => {
     expect(retryAfter).toBeLessThanOrEqual(60)
     // The login route shares the counters.
     const login = await ctx.app.inject({
-      method: 'POST', url: '/api/auth/v1/login', payload: { email: 'alice@acme.example', password: DEMO_PASSWORD }, remoteAddress: '198.51.100.7',
+      method: 'POST',
+      url: '/api/auth/v1/login',
+      payload: { email: 'alice@acme.example', password: DEMO_PASSWORD },
+      remoteAddress: '198.51.100.7',
     })
     problemOf(login, 429, 'throttled')
   })

@@ -26,10 +26,8 @@ async function stored(companyId: string) {
     .execute()
 }
 
-const activeIds = async (companyId: string) =>
-  (await stored(companyId)).filter((row) => row.removed_at === null).map((row) => row.id)
-const defaultIds = async (companyId: string) =>
-  (await stored(companyId)).filter((row) => row.is_default).map((row) => row.id)
+const activeIds = async (companyId: string) => (await stored(companyId)).filter((row) => row.removed_at === null).map((row) => row.id)
+const defaultIds = async (companyId: string) => (await stored(companyId)).filter((row) => row.is_default).map((row) => row.id)
 
 describe('DELETE /api/company/v1/{company_role_id}/bank-account/{bank_account_id}', () => {
   it('removes a free account: 204 with no body, the row kept and marked removed by the caller', async () => {
@@ -52,7 +50,9 @@ describe('DELETE /api/company/v1/{company_role_id}/bank-account/{bank_account_id
 
   it('answers with a trailing slash too', async () => {
     const response = await context.app.inject({
-      method: 'DELETE', url: `${url(roles.acmeSeller, accounts.acme2)}/`, headers: bearer(await tokenOf('alice@acme.example')),
+      method: 'DELETE',
+      url: `${url(roles.acmeSeller, accounts.acme2)}/`,
+      headers: bearer(await tokenOf('alice@acme.example')),
     })
     expect(response.statusCode).toBe(204)
   })
@@ -114,20 +114,31 @@ describe('DELETE /api/company/v1/{company_role_id}/bank-account/{bank_account_id
   it('ignores a body, which a DELETE does not take, whatever its media type or size', async () => {
     const headers = bearer(await tokenOf('alice@acme.example'))
     const text = await context.app.inject({
-      method: 'DELETE', url: url(roles.acmeSeller, accounts.acme2), headers: { ...headers, 'content-type': 'text/plain' }, payload: 'please',
+      method: 'DELETE',
+      url: url(roles.acmeSeller, accounts.acme2),
+      headers: { ...headers, 'content-type': 'text/plain' },
+      payload: 'please',
     })
     expect(text.statusCode).toBe(204)
     const large = await context.app.inject({
-      method: 'DELETE', url: url(roles.acmeSeller, accounts.acme3), headers, payload: { padding: 'x'.repeat(17 * 1024) },
+      method: 'DELETE',
+      url: url(roles.acmeSeller, accounts.acme3),
+      headers,
+      payload: { padding: 'x'.repeat(17 * 1024) },
     })
     // Refused for what it is (title 5's operation pays into it), not for its body.
     problemOf(large, 409, 'bank_account_in_use')
     const broken = await context.app.inject({
-      method: 'DELETE', url: url(roles.acmeSeller, accounts.acme1), headers: { ...headers, 'content-type': 'application/json' }, payload: '{not json',
+      method: 'DELETE',
+      url: url(roles.acmeSeller, accounts.acme1),
+      headers: { ...headers, 'content-type': 'application/json' },
+      payload: '{not json',
     })
     expect(broken.statusCode).toBe(204)
     const malformedType = await context.app.inject({
-      method: 'DELETE', url: url(roles.acmeSeller, accounts.acme3), headers: { ...headers, 'content-type': ';;;' },
+      method: 'DELETE',
+      url: url(roles.acmeSeller, accounts.acme3),
+      headers: { ...headers, 'content-type': ';;;' },
     })
     problemOf(malformedType, 409, 'bank_account_in_use')
     const untyped = await context.app.inject({ method: 'DELETE', url: url(roles.acmeSeller, accounts.acme3), headers, payload: Buffer.from('x') })
@@ -155,7 +166,11 @@ describe('concurrent removals', { repeats: 4 }, () => {
       remove(roles.deltaBuyer, accounts.delta2, 'dave@delta.example'),
     ])
     expect(responses.map((response) => response.statusCode).sort()).toEqual([204, 409])
-    problemOf(responses.find((response) => response.statusCode === 409)!, 409, 'last_bank_account')
+    problemOf(
+      responses.find((response) => response.statusCode === 409)!,
+      409,
+      'last_bank_account',
+    )
     const active = await activeIds(companies.delta)
     expect(active).toHaveLength(1)
     expect(await defaultIds(companies.delta)).toEqual(active)

@@ -54,12 +54,15 @@ describe('POST /api/company/v1/{company_role_id}/customers/{id}', () => {
     const response = await save(id, { name: '  Maria Souza  ', tax_id: CPF, email: ' maria@example.com ', phone: '+55 (11) 98765-4321' })
     expect(response.statusCode).toBe(201)
     const body = response.json<CustomerBody>()
-    expect(Object.keys(body).sort()).toEqual(
-      ['company_role_id', 'created_at', 'email', 'id', 'name', 'phone', 'tax_id', 'tax_id_type', 'updated_at'],
-    )
+    expect(Object.keys(body).sort()).toEqual(['company_role_id', 'created_at', 'email', 'id', 'name', 'phone', 'tax_id', 'tax_id_type', 'updated_at'])
     expect(body).toMatchObject({
-      id, company_role_id: roles.acmeSeller, name: 'Maria Souza', tax_id: '12345678909', tax_id_type: 'cpf',
-      email: 'maria@example.com', phone: '+5511987654321',
+      id,
+      company_role_id: roles.acmeSeller,
+      name: 'Maria Souza',
+      tax_id: '12345678909',
+      tax_id_type: 'cpf',
+      email: 'maria@example.com',
+      phone: '+5511987654321',
     })
     expect(body.created_at).toMatch(ISO)
     expect(body.updated_at).toBe(body.created_at)
@@ -224,8 +227,10 @@ describe('POST /api/company/v1/{company_role_id}/customers/{id}', () => {
   it('answers 400 to a malformed id and 415 to a body that is not JSON', async () => {
     expect(Object.keys(problemOf(await save('not-a-uuid', zetaValid()), 400, 'invalid').errors as object)).toEqual(['id'])
     const form = await context.app.inject({
-      method: 'POST', url: url(roles.acmeSeller, randomUUID()),
-      headers: { ...bearer(await tokenOf('alice@acme.example')), 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=X',
+      method: 'POST',
+      url: url(roles.acmeSeller, randomUUID()),
+      headers: { ...bearer(await tokenOf('alice@acme.example')), 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'name=X',
     })
     problemOf(form, 415, 'unsupported_media_type')
   })

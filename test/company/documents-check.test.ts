@@ -46,7 +46,9 @@ describe('GET /api/company/v1/{company_role_id}/buyer/check-documents/{seller_id
       ...Object.fromEntries(KYC_TYPES.map((type) => [type, 'approved'])),
       balance_sheet: 'expired',
     })
-    const stored = await (await db())
+    const stored = await (
+      await db()
+    )
       .selectFrom('kyc_documents')
       .select(['id', 'type', 'valid_until'])
       .where('company_id', '=', companies.acme)
@@ -76,7 +78,11 @@ describe('GET /api/company/v1/{company_role_id}/buyer/check-documents/{seller_id
       debt_clearance_certificate: 'missing',
     })
     expect(body.documents.find((row) => row.type === 'balance_sheet')).toEqual({
-      type: 'balance_sheet', status: 'missing', document_id: null, valid_until: null, updated_at: null,
+      type: 'balance_sheet',
+      status: 'missing',
+      document_id: null,
+      valid_until: null,
+      updated_at: null,
     })
   })
 
@@ -90,8 +96,13 @@ describe('GET /api/company/v1/{company_role_id}/buyer/check-documents/{seller_id
   it('reads the latest document of each type: pending_review and rejected replace an older approval', async () => {
     const database = await db()
     const newer = (type: 'balance_sheet' | 'cnpj_card', status: 'pending_review' | 'rejected') => ({
-      company_id: companies.acme, type, status, filename: `${type}-new.pdf`,
-      issued_at: dayOffset(-1), valid_until: dayOffset(300), updated_at: sql<Date>`now() + interval '1 second'`,
+      company_id: companies.acme,
+      type,
+      status,
+      filename: `${type}-new.pdf`,
+      issued_at: dayOffset(-1),
+      valid_until: dayOffset(300),
+      updated_at: sql<Date>`now() + interval '1 second'`,
     })
     const inserted = await database
       .insertInto('kyc_documents')
@@ -99,10 +110,18 @@ describe('GET /api/company/v1/{company_role_id}/buyer/check-documents/{seller_id
       .returning(['id', 'type'])
       .execute()
     // An older row must not win even though it was inserted last.
-    await database.insertInto('kyc_documents').values({
-      company_id: companies.acme, type: 'cnpj_card', status: 'approved', filename: 'old.pdf',
-      issued_at: dayOffset(-30), valid_until: dayOffset(60), updated_at: sql<Date>`now() - interval '30 days'`,
-    }).execute()
+    await database
+      .insertInto('kyc_documents')
+      .values({
+        company_id: companies.acme,
+        type: 'cnpj_card',
+        status: 'approved',
+        filename: 'old.pdf',
+        issued_at: dayOffset(-30),
+        valid_until: dayOffset(60),
+        updated_at: sql<Date>`now() - interval '30 days'`,
+      })
+      .execute()
     const body = (await check(roles.acmeSeller)).json<{ complete: boolean; documents: Row[] }>()
     const byType = Object.fromEntries(body.documents.map((row) => [row.type, row]))
     expect(byType.balance_sheet?.status).toBe('pending_review')
@@ -115,8 +134,12 @@ describe('GET /api/company/v1/{company_role_id}/buyer/check-documents/{seller_id
   it('keeps a document approved through its valid_until day, expired the day after', async () => {
     const database = await db()
     const setValidUntil = (type: 'cnpj_card' | 'proof_of_address', validUntil: string) =>
-      database.updateTable('kyc_documents').set({ valid_until: validUntil })
-        .where('company_id', '=', companies.delta).where('type', '=', type).execute()
+      database
+        .updateTable('kyc_documents')
+        .set({ valid_until: validUntil })
+        .where('company_id', '=', companies.delta)
+        .where('type', '=', type)
+        .execute()
     await setValidUntil('cnpj_card', dayOffset(0))
     await setValidUntil('proof_of_address', dayOffset(-1))
     const body = (await check(roles.deltaSeller)).json<{ complete: boolean; documents: Row[] }>()
@@ -128,11 +151,17 @@ describe('GET /api/company/v1/{company_role_id}/buyer/check-documents/{seller_id
   it("shows the caller's open solicitation, and only that one", async () => {
     const database = await db()
     const solicitation = (buyer: string, status: 'open' | 'fulfilled') => ({
-      buyer_company_role_id: buyer, seller_company_role_id: roles.acmeSeller, document_types: ['balance_sheet' as const],
-      status, created_by: DEMO.users.dave, due_date: dayOffset(10),
+      buyer_company_role_id: buyer,
+      seller_company_role_id: roles.acmeSeller,
+      document_types: ['balance_sheet' as const],
+      status,
+      created_by: DEMO.users.dave,
+      due_date: dayOffset(10),
     })
-    await database.insertInto('document_solicitations')
-      .values([solicitation(roles.deltaBuyer, 'open'), solicitation(roles.betaBuyer, 'fulfilled')]).execute()
+    await database
+      .insertInto('document_solicitations')
+      .values([solicitation(roles.deltaBuyer, 'open'), solicitation(roles.betaBuyer, 'fulfilled')])
+      .execute()
     expect((await check(roles.acmeSeller)).json<{ open_solicitation: unknown }>().open_solicitation).toBeNull()
 
     const created = await context.app.inject({
@@ -184,8 +213,13 @@ describe('GET /api/company/v1/{company_role_id}/buyer/check-documents/{seller_id
   it('is 403 permission_denied without the documents permission', async () => {
     const lucas = (await obtainTokens(context.app, 'lucas@legacy.example', 'legacy-password')).access
     problemOf(await check(roles.acmeSeller, lucas), 403, 'permission_denied')
-    await (await db()).updateTable('memberships').set({ permissions: ['documents'] })
-      .where('user_id', '=', DEMO.users.lucas).execute()
+    await (
+      await db()
+    )
+      .updateTable('memberships')
+      .set({ permissions: ['documents'] })
+      .where('user_id', '=', DEMO.users.lucas)
+      .execute()
     expect((await check(roles.acmeSeller, lucas)).statusCode).toBe(200)
   })
 

@@ -1,13 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { KYC_TYPES } from '../../src/vocabulary.js'
-import {
-  documentStatus,
-  inChecklistOrder,
-  kycChecklist,
-  typesNotApproved,
-  utcToday,
-  type LatestKycDocument,
-} from '../../src/company/kyc/status.js'
+import { documentStatus, inChecklistOrder, kycChecklist, typesNotApproved, utcToday, type LatestKycDocument } from '../../src/company/kyc/status.js'
 import type { KycType } from '../../src/vocabulary.js'
 
 const TODAY = '2026-05-10'

@@ -27,13 +27,14 @@ interface Presence {
 }
 
 async function lastSeen(roleId: string): Promise<Date | undefined> {
-  const row = await (await db()).selectFrom('company_role_presence').select('last_seen_at')
-    .where('company_role_id', '=', roleId).executeTakeFirst()
+  const row = await (await db()).selectFrom('company_role_presence').select('last_seen_at').where('company_role_id', '=', roleId).executeTakeFirst()
   return row?.last_seen_at
 }
 
 async function setLastSeen(roleId: string, secondsAgo: number): Promise<Date> {
-  const row = await (await db())
+  const row = await (
+    await db()
+  )
     .insertInto('company_role_presence')
     .values({ company_role_id: roleId, last_seen_at: sql<Date>`now() - make_interval(secs => ${secondsAgo})` })
     .onConflict((conflict) => conflict.column('company_role_id').doUpdateSet((eb) => ({ last_seen_at: eb.ref('excluded.last_seen_at') })))
@@ -43,7 +44,7 @@ async function setLastSeen(roleId: string, secondsAgo: number): Promise<Date> {
 }
 
 describe('GET /api/company/v1/{company_role_id}/chat/partners/{partner_company_role_id}/presence', () => {
-  it("shows Acme, seen 5 minutes ago in the demo data, as away to Beta", async () => {
+  it('shows Acme, seen 5 minutes ago in the demo data, as away to Beta', async () => {
     const response = await presence(roles.acmeSeller)
     expect(response.statusCode).toBe(200)
     expect(response.json()).toEqual({
@@ -70,7 +71,8 @@ describe('GET /api/company/v1/{company_role_id}/chat/partners/{partner_company_r
     expect(await lastSeen(roles.betaBuyer)).toBeUndefined()
     const alice = (await obtainTokens(context.app, 'alice@acme.example', DEMO_PASSWORD)).access
     expect((await presence(roles.betaBuyer, alice, roles.acmeSeller)).json<Presence>()).toMatchObject({
-      status: 'offline', last_seen_at: null,
+      status: 'offline',
+      last_seen_at: null,
     })
     await presence(roles.acmeSeller)
     expect((await presence(roles.betaBuyer, alice, roles.acmeSeller)).json<Presence>().status).toBe('online')
@@ -84,7 +86,11 @@ describe('GET /api/company/v1/{company_role_id}/chat/partners/{partner_company_r
   })
 
   it('applies the thresholds: 1 minute online, 5 away, 20 offline', async () => {
-    for (const [minutes, status] of [[1, 'online'], [5, 'away'], [20, 'offline']] as const) {
+    for (const [minutes, status] of [
+      [1, 'online'],
+      [5, 'away'],
+      [20, 'offline'],
+    ] as const) {
       const seen = await setLastSeen(roles.acmeSeller, minutes * 60)
       const body = (await presence(roles.acmeSeller)).json<Presence>()
       expect(body, `${minutes} minutes`).toEqual({ company_role_id: roles.acmeSeller, status, last_seen_at: seen.toISOString() })
@@ -94,7 +100,9 @@ describe('GET /api/company/v1/{company_role_id}/chat/partners/{partner_company_r
   it('is offline with a null last_seen_at for a partner never seen, from either side of the conversation', async () => {
     const dave = (await obtainTokens(context.app, 'dave@delta.example', DEMO_PASSWORD)).access
     expect((await presence(roles.gammaSeller, dave, roles.deltaBuyer)).json()).toEqual({
-      company_role_id: roles.gammaSeller, status: 'offline', last_seen_at: null,
+      company_role_id: roles.gammaSeller,
+      status: 'offline',
+      last_seen_at: null,
     })
     const carol = (await obtainTokens(context.app, 'carol@gamma.example', DEMO_PASSWORD)).access
     expect((await presence(roles.deltaBuyer, carol, roles.gammaSeller)).json<Presence>().status).toBe('online')
@@ -136,7 +144,13 @@ describe('GET /api/company/v1/{company_role_id}/chat/partners/{partner_company_r
   it('is 403 permission_denied without the chat permission', async () => {
     const lucas = (await obtainTokens(context.app, 'lucas@legacy.example', 'legacy-password')).access
     problemOf(await presence(roles.acmeSeller, lucas), 403, 'permission_denied')
-    await (await db()).updateTable('memberships').set({ permissions: ['chat'] }).where('user_id', '=', DEMO.users.lucas).execute()
+    await (
+      await db()
+    )
+      .updateTable('memberships')
+      .set({ permissions: ['chat'] })
+      .where('user_id', '=', DEMO.users.lucas)
+      .execute()
     expect((await presence(roles.acmeSeller, lucas)).statusCode).toBe(200)
   })
 

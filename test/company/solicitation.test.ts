@@ -9,7 +9,11 @@ const { roles } = DEMO
 const UNKNOWN = 'ffffffff-0000-4000-8000-000000000000'
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const GAMMA_MISSING = [
-  'partners_identification', 'proof_of_address', 'balance_sheet', 'income_statement', 'revenue_statement',
+  'partners_identification',
+  'proof_of_address',
+  'balance_sheet',
+  'income_statement',
+  'revenue_statement',
   'debt_clearance_certificate',
 ]
 
@@ -32,8 +36,7 @@ function solicit(sellerId: string, payload: unknown = {}, options: { token?: str
   })
 }
 
-const openRows = async () =>
-  (await db()).selectFrom('document_solicitations').selectAll().where('status', '=', 'open').execute()
+const openRows = async () => (await db()).selectFrom('document_solicitations').selectAll().where('status', '=', 'open').execute()
 
 describe('POST /api/company/{version}/{company_role_id}/document-solicitation/{seller_id}', () => {
   it('asks Acme for what is not approved (the expired balance sheet), then 409 on a second try', async () => {
@@ -52,8 +55,11 @@ describe('POST /api/company/{version}/{company_role_id}/document-solicitation/{s
     })
     const [stored] = await openRows()
     expect(stored).toMatchObject({
-      id: body.id, buyer_company_role_id: roles.betaBuyer, seller_company_role_id: roles.acmeSeller,
-      document_types: ['balance_sheet'], created_by: DEMO.users.bob,
+      id: body.id,
+      buyer_company_role_id: roles.betaBuyer,
+      seller_company_role_id: roles.acmeSeller,
+      document_types: ['balance_sheet'],
+      created_by: DEMO.users.bob,
     })
 
     const again = problemOf(await solicit(roles.acmeSeller, { document_types: ['cnpj_card'] }), 409, 'solicitation_already_open')
@@ -65,7 +71,10 @@ describe('POST /api/company/{version}/{company_role_id}/document-solicitation/{s
     const response = await solicit(roles.gammaSeller, { message: '  Please upload these.  ', due_date: dayOffset(0) })
     expect(response.statusCode).toBe(201)
     expect(response.json()).toMatchObject({
-      document_types: GAMMA_MISSING, message: 'Please upload these.', due_date: dayOffset(0), seller_id: roles.gammaSeller,
+      document_types: GAMMA_MISSING,
+      message: 'Please upload these.',
+      due_date: dayOffset(0),
+      seller_id: roles.gammaSeller,
     })
   })
 
@@ -93,8 +102,7 @@ describe('POST /api/company/{version}/{company_role_id}/document-solicitation/{s
 
   it('opens a new solicitation once the previous one is closed', async () => {
     const first = (await solicit(roles.acmeSeller)).json<{ id: string }>()
-    await (await db()).updateTable('document_solicitations').set({ status: 'fulfilled', closed_at: new Date() })
-      .where('id', '=', first.id).execute()
+    await (await db()).updateTable('document_solicitations').set({ status: 'fulfilled', closed_at: new Date() }).where('id', '=', first.id).execute()
     const second = await solicit(roles.acmeSeller)
     expect(second.statusCode).toBe(201)
     expect(second.json<{ id: string }>().id).not.toBe(first.id)
@@ -121,8 +129,12 @@ describe('POST /api/company/{version}/{company_role_id}/document-solicitation/{s
   it('turns the unique index violation of a lost race into the open id', async () => {
     // What the loser of a race runs: its insert after the winner's commit, the pre-check having seen nothing.
     const values = {
-      buyerRoleId: roles.betaBuyer, sellerRoleId: roles.acmeSeller, documentTypes: ['balance_sheet' as const],
-      message: null, dueDate: null, createdBy: DEMO.users.bob,
+      buyerRoleId: roles.betaBuyer,
+      sellerRoleId: roles.acmeSeller,
+      documentTypes: ['balance_sheet' as const],
+      message: null,
+      dueDate: null,
+      createdBy: DEMO.users.bob,
     }
     const database = await db()
     const winner = await insertOpenSolicitation(database, values)
@@ -163,7 +175,10 @@ describe('POST /api/company/{version}/{company_role_id}/document-solicitation/{s
     const headers = { ...bearer(bob), 'content-type': 'application/json' }
     problemOf(await context.app.inject({ method: 'POST', url: url(roles.acmeSeller), headers, payload: '{' }), 400, 'parse_error')
     const text = await context.app.inject({
-      method: 'POST', url: url(roles.acmeSeller), headers: { ...bearer(bob), 'content-type': 'text/plain' }, payload: 'hello',
+      method: 'POST',
+      url: url(roles.acmeSeller),
+      headers: { ...bearer(bob), 'content-type': 'text/plain' },
+      payload: 'hello',
     })
     problemOf(text, 415, 'unsupported_media_type')
   })

@@ -26,16 +26,15 @@ describe('GET /api/company/v1/get-user-companies', () => {
 
   it('groups several roles of one company, and orders companies by name', async () => {
     const { db } = await testDatabase()
-    await db.insertInto('memberships').values([
-      { user_id: DEMO.users.dave, company_role_id: DEMO.roles.betaBuyer, permissions: ['chat', 'documents'] },
-      { user_id: DEMO.users.dave, company_role_id: DEMO.roles.acmeSeller, permissions: ['marketplace'] },
-    ]).execute()
+    await db
+      .insertInto('memberships')
+      .values([
+        { user_id: DEMO.users.dave, company_role_id: DEMO.roles.betaBuyer, permissions: ['chat', 'documents'] },
+        { user_id: DEMO.users.dave, company_role_id: DEMO.roles.acmeSeller, permissions: ['marketplace'] },
+      ])
+      .execute()
     const body = (await listFor('dave@delta.example')).json()
-    expect(body.map((company: { name: string }) => company.name)).toEqual([
-      'Acme Indústria Ltda',
-      'Delta Participações S.A.',
-      'Fundo Beta FIDC',
-    ])
+    expect(body.map((company: { name: string }) => company.name)).toEqual(['Acme Indústria Ltda', 'Delta Participações S.A.', 'Fundo Beta FIDC'])
     expect(body[1].roles).toEqual([
       { company_role_id: DEMO.roles.deltaBuyer, role: 'buyer', permissions: ['admin'] },
       { company_role_id: DEMO.roles.deltaSeller, role: 'seller', permissions: ['admin'] },
@@ -46,8 +45,7 @@ describe('GET /api/company/v1/get-user-companies', () => {
   it('leaves out inactive memberships, roles and companies', async () => {
     const { db } = await testDatabase()
     await db.updateTable('company_roles').set({ is_active: false }).where('id', '=', DEMO.roles.deltaBuyer).execute()
-    await db.updateTable('memberships').set({ is_active: false })
-      .where('user_id', '=', DEMO.users.erin).execute()
+    await db.updateTable('memberships').set({ is_active: false }).where('user_id', '=', DEMO.users.erin).execute()
     const dave = (await listFor('dave@delta.example')).json()
     expect(dave[0].roles.map((role: { role: string }) => role.role)).toEqual(['seller'])
     expect((await listFor('erin@acme.example')).json()).toEqual([])

@@ -1,11 +1,6 @@
 import { sql } from 'kysely'
 import { seedDemoData, truncateAll } from '../../db/seed/demo.js'
-import {
-  createEmbeddedDatabase,
-  createPostgresDatabase,
-  migrateToLatest,
-  type DatabaseHandle,
-} from '../../src/db/database.js'
+import { createEmbeddedDatabase, createPostgresDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db/database.js'
 
 let shared: Promise<DatabaseHandle> | undefined
 

@@ -19,7 +19,12 @@ export const djangoHash = {
   /** Argon2PasswordHasher: argon2-cffi with time_cost=2, memory_cost=102400, parallelism=8. */
   async argon2(password: string): Promise<string> {
     const phc = await argon2.hash(password, {
-      type: argon2.argon2id, timeCost: 2, memoryCost: 102_400, parallelism: 8, hashLength: 32, salt: Buffer.from(djangoSalt()),
+      type: argon2.argon2id,
+      timeCost: 2,
+      memoryCost: 102_400,
+      parallelism: 8,
+      hashLength: 32,
+      salt: Buffer.from(djangoSalt()),
     })
     return `argon2${phc}`
   },
@@ -33,9 +38,16 @@ export const djangoHash = {
 export async function insertMigratedUser(passwordHash: string): Promise<string> {
   const { db } = await testDatabase()
   const email = `migrated-${randomUUID()}@legacy.example`
-  await db.insertInto('users').values({
-    id: randomUUID(), email, name: 'Migrated User', password_hash: passwordHash,
-    legacy_id: randomInt(1_000_000, 2_000_000_000), migration_state: 'confirmed',
-  }).execute()
+  await db
+    .insertInto('users')
+    .values({
+      id: randomUUID(),
+      email,
+      name: 'Migrated User',
+      password_hash: passwordHash,
+      legacy_id: randomInt(1_000_000, 2_000_000_000),
+      migration_state: 'confirmed',
+    })
+    .execute()
   return email
 }

@@ -71,7 +71,10 @@ class DocumentChecker {
     const content = response.content
     const body = answer.method === 'HEAD' ? '' : (answer.body ?? '')
     if (!content) return body === '' ? undefined : `${answer.status} documents no body, but one was sent`
-    const mediaType = String(answer.headers['content-type'] ?? '').split(';')[0]?.trim() ?? ''
+    const mediaType =
+      String(answer.headers['content-type'] ?? '')
+        .split(';')[0]
+        ?.trim() ?? ''
     const media = content[mediaType]
     if (!media) return `${answer.status} sent ${mediaType || 'no media type'}; documented: ${Object.keys(content).join(', ')}`
     if (answer.method === 'HEAD') return undefined

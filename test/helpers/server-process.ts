@@ -19,7 +19,6 @@ export interface ServerProcess {
   cleanup(): Promise<void>
 }
 
-
 /** Polls /health/live (whatever the log level) until the process answers, or fails if it exits. */
 async function waitUntilLive(baseUrl: string, exited: Promise<number | null>, output: string[]): Promise<void> {
   let exitCode: number | null | undefined
@@ -27,7 +26,10 @@ async function waitUntilLive(baseUrl: string, exited: Promise<number | null>, ou
   const deadline = Date.now() + 110_000
   while (Date.now() < deadline) {
     if (exitCode !== undefined) throw new Error(`server exited (${exitCode}) before listening:\n${output.join('\n')}`)
-    const live = await fetch(`${baseUrl}/health/live`).then((response) => response.ok, () => false)
+    const live = await fetch(`${baseUrl}/health/live`).then(
+      (response) => response.ok,
+      () => false,
+    )
     if (live) return
     await new Promise((resolve) => setTimeout(resolve, 100))
   }

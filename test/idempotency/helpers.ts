@@ -21,7 +21,14 @@ export const isReplay = (response: LightMyRequestResponse): boolean => response.
 const db = async () => (await testDatabase()).db
 
 export async function openSolicitations(sellerId: string = DEMO.roles.acmeSeller): Promise<number> {
-  const rows = await (await db()).selectFrom('document_solicitations').select('id').where('seller_company_role_id', '=', sellerId).where('status', '=', 'open').execute()
+  const rows = await (
+    await db()
+  )
+    .selectFrom('document_solicitations')
+    .select('id')
+    .where('seller_company_role_id', '=', sellerId)
+    .where('status', '=', 'open')
+    .execute()
   return rows.length
 }
 

@@ -47,8 +47,14 @@ describe('Idempotency-Key on route 5 (document solicitation)', () => {
     await tokenOf('bob@beta.example')
     const responses = await Promise.all(Array.from({ length: 20 }, () => solicit(key)))
     const statuses = statusesOf(responses)
-    expect(statuses.filter((status) => status === '201'), statuses.join(', ')).toHaveLength(1)
-    expect(statuses.every((status) => ['201', '201 replay', '409 idempotency_key_in_use'].includes(status)), statuses.join(', ')).toBe(true)
+    expect(
+      statuses.filter((status) => status === '201'),
+      statuses.join(', '),
+    ).toHaveLength(1)
+    expect(
+      statuses.every((status) => ['201', '201 replay', '409 idempotency_key_in_use'].includes(status)),
+      statuses.join(', '),
+    ).toBe(true)
     for (const response of responses.filter((answer) => answer.statusCode === 409)) expect(response.headers['retry-after']).toBe('1')
     expect(await openSolicitations()).toBe(1)
     // Once the first is answered, every retry replays it.
@@ -98,7 +104,7 @@ describe('Idempotency-Key on route 5 (document solicitation)', () => {
     expect([first.statusCode, isReplay(first)]).toEqual([201, false])
   })
 
-  it("keeps a 4xx the route answered and replays it, even once the conflict is gone", async () => {
+  it('keeps a 4xx the route answered and replays it, even once the conflict is gone', async () => {
     expect((await solicit(undefined)).statusCode).toBe(201)
     const key = newKey()
     const conflict = problemOf(await solicit(key), 409, 'solicitation_already_open')
@@ -146,7 +152,8 @@ describe('Idempotency-Key on route 5 (document solicitation)', () => {
 })
 
 describe('Idempotency-Key on route 11 (customer upsert)', () => {
-  const save = async (id: string, payload: object, key?: string) => post(context.app, customerUrl(id), await tokenOf('alice@acme.example'), payload, key)
+  const save = async (id: string, payload: object, key?: string) =>
+    post(context.app, customerUrl(id), await tokenOf('alice@acme.example'), payload, key)
 
   it('replays the first answer to a late retry instead of undoing a later change', async () => {
     const id = randomUUID()
@@ -188,8 +195,14 @@ describe('Idempotency-Key on route 10 (confirm a migrated account)', () => {
     const url = await linkFor('maria@legacy.example')
     const key = newKey()
     const statuses = statusesOf(await Promise.all(Array.from({ length: 20 }, () => confirm(url, key))))
-    expect(statuses.filter((status) => status === '201'), statuses.join(', ')).toHaveLength(1)
-    expect(statuses.every((status) => ['201', '201 replay', '409 idempotency_key_in_use'].includes(status)), statuses.join(', ')).toBe(true)
+    expect(
+      statuses.filter((status) => status === '201'),
+      statuses.join(', '),
+    ).toHaveLength(1)
+    expect(
+      statuses.every((status) => ['201', '201 replay', '409 idempotency_key_in_use'].includes(status)),
+      statuses.join(', '),
+    ).toBe(true)
     expect(await tokenFamilies(DEMO.users.maria)).toBe(1)
   })
 

@@ -22,8 +22,14 @@ describe('Idempotency-Key across two instances of the service on one database', 
     const key = newKey()
     const responses = await Promise.all(Array.from({ length: 20 }, (_, n) => post(n % 2 ? second! : first!, solicitationUrl(), bob, {}, key)))
     const statuses = responses.map((response) => `${response.statusCode}${isReplay(response) ? ' replay' : ''}`)
-    expect(statuses.filter((status) => status === '201'), statuses.join(', ')).toHaveLength(1)
-    expect(statuses.every((status) => ['201', '201 replay', '409'].includes(status)), statuses.join(', ')).toBe(true)
+    expect(
+      statuses.filter((status) => status === '201'),
+      statuses.join(', '),
+    ).toHaveLength(1)
+    expect(
+      statuses.every((status) => ['201', '201 replay', '409'].includes(status)),
+      statuses.join(', '),
+    ).toBe(true)
     expect(await openSolicitations()).toBe(1)
     const executed = responses.find((response) => response.statusCode === 201 && !isReplay(response))!
     for (const app of [first!, second!]) {

@@ -61,7 +61,10 @@ describe('Coalescer', () => {
     const rest = [12, 13, 14].map((item) => coalescer.submit(item))
     const settled = await Promise.allSettled([first, ...rest])
     expect(settled.map((result) => (result.status === 'fulfilled' ? result.value : (result.reason as Error).message))).toEqual([
-      10, 120, 'unlucky', 140,
+      10,
+      120,
+      'unlucky',
+      140,
     ])
     expect(seen).toEqual([[1], [12, 13, 14], [12], [13], [14]])
   })

@@ -1,14 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import {
-  classifyTaxId,
-  cnpjCheckDigits,
-  isValidCnpj,
-  isValidCpf,
-  isValidNfeKey,
-  nfeKeyCheckDigit,
-  normaliseTaxId,
-} from '../../src/lib/tax-id.js'
+import { classifyTaxId, cnpjCheckDigits, isValidCnpj, isValidCpf, isValidNfeKey, nfeKeyCheckDigit, normaliseTaxId } from '../../src/lib/tax-id.js'
 
 describe('normaliseTaxId', () => {
   it('strips the punctuation people type and upper-cases letters', () => {

@@ -8,8 +8,7 @@ import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from
 const context = useTestApp()
 const { roles, titles, titleDocuments: docs } = DEMO
 
-const documentsUrl = (companyRoleId: string, titleId: string) =>
-  `/api/v1/marketplace/${companyRoleId}/title/${titleId}/documents`
+const documentsUrl = (companyRoleId: string, titleId: string) => `/api/v1/marketplace/${companyRoleId}/title/${titleId}/documents`
 
 async function tokenOf(email: string): Promise<string> {
   return (await obtainTokens(context.app, email, DEMO_PASSWORD)).access
@@ -96,7 +95,11 @@ describe('GET /api/v1/marketplace/{company_role_id}/title/{title_id}/documents',
 
   it('orders documents by upload time, then id', async () => {
     const { db } = await testDatabase()
-    await db.updateTable('title_documents').set({ uploaded_at: new Date(Date.now() - 10 * 86_400_000) }).where('id', '=', docs.t1Contract).execute()
+    await db
+      .updateTable('title_documents')
+      .set({ uploaded_at: new Date(Date.now() - 10 * 86_400_000) })
+      .where('id', '=', docs.t1Contract)
+      .execute()
     const response = await getDocuments('alice@acme.example', roles.acmeSeller, titles.t1)
     expect(response.json<{ id: string }[]>().map((document) => document.id)).toEqual([docs.t1Contract, docs.t1Invoice, docs.t1NfeXml])
   })
@@ -125,7 +128,7 @@ describe('GET /api/v1/marketplace/{company_role_id}/title/{title_id}/documents',
     problemOf(await getDocuments('dave@delta.example', roles.deltaBuyer, titles.t5), 404, 'not_found')
   })
 
-  it("hides a listed title from another seller (404): listing is for buyers", async () => {
+  it('hides a listed title from another seller (404): listing is for buyers', async () => {
     problemOf(await getDocuments('carol@gamma.example', roles.gammaSeller, titles.t1), 404, 'not_found')
     problemOf(await getDocuments('dave@delta.example', roles.deltaSeller, titles.t1), 404, 'not_found')
   })

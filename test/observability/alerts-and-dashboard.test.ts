@@ -20,7 +20,21 @@ const RUNBOOK = 'docs/runbook.md'
 const PROMETHEUS_SERIES = new Set(['up'])
 /** Added by Prometheus to every scraped series, so absent from the exposition. */
 const TARGET_LABELS = new Set(['job', 'instance'])
-const PROMQL_KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset', 'inf', 'nan'])
+const PROMQL_KEYWORDS = new Set([
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'and',
+  'or',
+  'unless',
+  'bool',
+  'offset',
+  'inf',
+  'nan',
+])
 
 interface Rule {
   alert?: string
@@ -142,7 +156,7 @@ const processes = useServerProcesses()
 /** Debian's prometheus package (.ci/run installs it) ships promtool. */
 const PROMTOOL = 'promtool'
 const promtool = spawnSync(PROMTOOL, ['--version']).status === 0
-if (!promtool) console.warn('skipping the dashboard\'s PromQL syntax check: no `promtool` on PATH (apt-get install -y prometheus)')
+if (!promtool) console.warn("skipping the dashboard's PromQL syntax check: no `promtool` on PATH (apt-get install -y prometheus)")
 
 async function post(baseUrl: string, path: string, body: unknown): Promise<Response> {
   return fetch(`${baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
@@ -195,7 +209,8 @@ describe('the alert rules and the dashboard against a real scrape (issue 29)', (
       expect(rule.expr, `${rule.alert ?? rule.record} has an expression`).not.toBe('')
       for (const missing of missingFrom(exposition, recorded, rule.expr)) problems.push(`${RULES} ${rule.alert ?? rule.record}: ${missing}`)
     }
-    for (const expr of dashboardExprs) for (const missing of missingFrom(exposition, recorded, expr)) problems.push(`${DASHBOARD}: ${missing} in ${expr}`)
+    for (const expr of dashboardExprs)
+      for (const missing of missingFrom(exposition, recorded, expr)) problems.push(`${DASHBOARD}: ${missing} in ${expr}`)
     expect(problems).toEqual([])
   }, 240_000)
 
@@ -211,7 +226,9 @@ describe('the alert rules and the dashboard against a real scrape (issue 29)', (
     const recorded = new Set(['route:slo_errors:ratio_rate5m'])
     const check = (expr: string) => missingFrom(exposition, recorded, expr)
     expect(check('sum by (method, route) (rate(http_request_duration_seconds_count{job="receivables-api",status_class="5xx"}[5m]))')).toEqual([])
-    expect(check('histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket{instance=~"$instance"}[$__rate_interval])))')).toEqual([])
+    expect(
+      check('histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket{instance=~"$instance"}[$__rate_interval])))'),
+    ).toEqual([])
     expect(check('route:slo_errors:ratio_rate5m > (14.4 * 0.001) and up{job="receivables-api"} == 0')).toEqual([])
     expect(check('label_values(up{job="receivables-api"}, instance)')).toEqual([])
     expect(check('rate(http_request_duration_second_count[5m]) > 1e3')).toEqual(['http_request_duration_second_count'])
@@ -221,12 +238,17 @@ describe('the alert rules and the dashboard against a real scrape (issue 29)', (
   })
 })
 
-describe.skipIf(!promtool)('the dashboard\'s PromQL (issue 29)', () => {
+describe.skipIf(!promtool)("the dashboard's PromQL (issue 29)", () => {
   it('parses: each expression checked by promtool as a recording rule, Grafana variables given values', async () => {
     const dashboard = JSON.parse(await readFile(DASHBOARD, 'utf8')) as Parameters<typeof dashboardExpressions>[0]
     const exprs = dashboardExpressions(dashboard).filter((expr) => !expr.startsWith('label_values('))
     const withValues = (expr: string) => expr.replaceAll('$__rate_interval', '5m').replaceAll('$instance', '.*')
-    const rules = ['groups:', '  - name: dashboard', '    rules:', ...exprs.flatMap((expr, index) => [`      - record: dashboard_${index}`, `        expr: ${JSON.stringify(withValues(expr))}`])]
+    const rules = [
+      'groups:',
+      '  - name: dashboard',
+      '    rules:',
+      ...exprs.flatMap((expr, index) => [`      - record: dashboard_${index}`, `        expr: ${JSON.stringify(withValues(expr))}`]),
+    ]
     const dir = await mkdtemp(path.join(tmpdir(), 'receivables-dashboard-'))
     try {
       await writeFile(path.join(dir, 'dashboard.rules.yml'), `${rules.join('\n')}\n`)

@@ -36,7 +36,11 @@ const CLIENT = '203.0.113.7'
 describe('request lines (issue 19)', () => {
   it('carry the problem code of a 4xx answer', async () => {
     lines.length = 0
-    const response = await context.app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: { 'x-request-id': 'four-oh-one' } })
+    const response = await context.app.inject({
+      method: 'GET',
+      url: '/api/company/v1/get-user-companies',
+      headers: { 'x-request-id': 'four-oh-one' },
+    })
     expect(response.statusCode).toBe(401)
     const line = parsed().find((entry) => entry.request_id === 'four-oh-one' && entry.msg === 'request completed')
     expect(line).toMatchObject({ level: INFO, code: 'not_authenticated', res: { statusCode: 401 } })
@@ -56,7 +60,11 @@ describe('audit events (issue 19)', () => {
 
   it("logs a confirmed migrated account's first session (route 10) as a login at info, without the new password", async () => {
     lines.length = 0
-    const response = await context.app.inject({ method: 'POST', url: await linkFor('maria@legacy.example'), payload: { password: 'a-new-Password-77' } })
+    const response = await context.app.inject({
+      method: 'POST',
+      url: await linkFor('maria@legacy.example'),
+      payload: { password: 'a-new-Password-77' },
+    })
     expect(response.statusCode).toBe(201)
     const events = eventLines(AUDIT_EVENTS.loginSucceeded)
     expect(events).toHaveLength(1)

@@ -40,7 +40,10 @@ describe('npm run disable-user (issue 19: a user disabled revokes their families
 
     const run = await disableUser(' Bob@Beta.example ', database)
     expect(run.code, run.stderr).toBe(0)
-    const lines = run.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>)
+    const lines = run.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
     const events = lines.filter((line) => line.event === AUDIT_EVENTS.tokenFamiliesRevoked)
     expect(events).toHaveLength(1)
     expect(events[0]).toMatchObject({ level: 40, user_id: DEMO.users.bob, reason: 'user_disabled', families: 2 })

@@ -119,7 +119,11 @@ describe.skipIf(!available)('a real Prometheus scraping the service and evaluati
     // series exists from its first request; NaN while no request came between two scrapes), and
     // no rule fails.
     const errors = encodeURIComponent(`route:slo_errors:ratio_rate5m{route="${ROUTE_9}",method="GET"}`)
-    const ratio = await until('the recorded error ratio', running, async () => (await query<Vector>(running, `/api/v1/query?query=${errors}`))?.result[0])
+    const ratio = await until(
+      'the recorded error ratio',
+      running,
+      async () => (await query<Vector>(running, `/api/v1/query?query=${errors}`))?.result[0],
+    )
     expect(['0', 'NaN']).toContain(ratio.value[1])
     type Rules = { groups: { rules: { name: string; health: string; lastError?: string }[] }[] }
     const rules = (await query<Rules>(running, '/api/v1/rules'))?.groups.flatMap((group) => group.rules) ?? []
@@ -127,11 +131,19 @@ describe.skipIf(!available)('a real Prometheus scraping the service and evaluati
     expect(rules.filter((rule) => rule.health === 'err')).toEqual([])
 
     // The process and event-loop collectors are scraped too.
-    const lag = await until('event-loop lag', running, async () => (await query<Vector>(running, '/api/v1/query?query=nodejs_eventloop_lag_seconds'))?.result[0])
+    const lag = await until(
+      'event-loop lag',
+      running,
+      async () => (await query<Vector>(running, '/api/v1/query?query=nodejs_eventloop_lag_seconds'))?.result[0],
+    )
     expect(Number(lag.value[1])).toBeGreaterThanOrEqual(0)
     // The pool's, on PostgreSQL (the embedded database has no pool).
     if (process.env.TEST_DATABASE_URL) {
-      const total = await until('the pool gauge', running, async () => (await query<Vector>(running, '/api/v1/query?query=db_pool_connections%7Bstate%3D%22total%22%7D'))?.result[0])
+      const total = await until(
+        'the pool gauge',
+        running,
+        async () => (await query<Vector>(running, '/api/v1/query?query=db_pool_connections%7Bstate%3D%22total%22%7D'))?.result[0],
+      )
       expect(Number(total.value[1])).toBeGreaterThanOrEqual(1)
     }
   }, 240_000)

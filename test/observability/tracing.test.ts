@@ -100,7 +100,9 @@ describe('trace context (issue 19)', () => {
     const spans = receiver.spans
     const server = await until('the request span', () => spans.find((span) => span.traceId === TRACE_ID))
     expect(server.traceId).toBe(TRACE_ID)
-    const line = await until('the request line', () => logLines(service.output).find((entry) => entry.request_id === 'traced' && entry.msg === 'request completed'))
+    const line = await until('the request line', () =>
+      logLines(service.output).find((entry) => entry.request_id === 'traced' && entry.msg === 'request completed'),
+    )
     expect(line.trace_id).toBe(TRACE_ID)
     // The database's spans, where there is a pool to instrument (PostgreSQL, not the embedded database).
     if (process.env.TEST_DATABASE_URL) {
@@ -114,7 +116,9 @@ describe('trace context (issue 19)', () => {
     const response = await login(service.baseUrl, { traceparent: TRACEPARENT, 'x-request-id': 'chosen-by-client' })
     expect(response.status).toBe(200)
     expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
-    const line = await until('the request line', () => logLines(service.output).find((entry) => entry.client_request_id === 'chosen-by-client' && entry.msg === 'request completed'))
+    const line = await until('the request line', () =>
+      logLines(service.output).find((entry) => entry.client_request_id === 'chosen-by-client' && entry.msg === 'request completed'),
+    )
     expect(line).toMatchObject({ request_id: response.headers.get('x-request-id'), client_trace_id: TRACE_ID })
     expect(line.trace_id).toMatch(/^[0-9a-f]{32}$/)
     expect(line.trace_id).not.toBe(TRACE_ID)

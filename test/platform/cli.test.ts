@@ -111,7 +111,9 @@ describe('the commands on the embedded database', { timeout: SLOW }, () => {
     expect(link.stdout).toMatch(/^\/api\/registration\/v1\/confirm-migration-account\/[\w-]+\/[\w-]+\n$/)
     const confirmed = await runCommand('confirmation-link', ['lucas@legacy.example'], { ...env, LEGACY_SECRET_KEY: LEGACY_KEY })
     expect(confirmed.code).toBe(1)
-    expect(expectOneLine(confirmed)).toBe('confirmation-link: lucas@legacy.example: this migrated account is already confirmed; the user logs in with their password')
+    expect(expectOneLine(confirmed)).toBe(
+      'confirmation-link: lucas@legacy.example: this migrated account is already confirmed; the user logs in with their password',
+    )
   })
 
   it('names a data folder it cannot make, and the fix', async () => {
@@ -177,7 +179,11 @@ describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout
     await dropDatabase()
     const createdb = `\`createdb -h ${url.hostname} -p ${url.port || '5432'} -U ${decodeURIComponent(url.username) || 'postgres'} ${database}\``
     // Run by npm (npm run migrate|seed), and directly as in the image.
-    for (const [command, npm] of [['migrate', true], ['seed', true], ['migrate', false]] as const) {
+    for (const [command, npm] of [
+      ['migrate', true],
+      ['seed', true],
+      ['migrate', false],
+    ] as const) {
       const run = await runCommand(command, [], { DATABASE_URL: databaseUrl, ...(npm ? { npm_lifecycle_event: command } : {}) })
       expect(run.code).toBe(1)
       expect(expectOneLine(run)).toBe(

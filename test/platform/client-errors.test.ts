@@ -98,7 +98,10 @@ describe('requests Node refuses before routing, and slow bodies (issue 15, item 
       expect(problemOfRaw(answer)).toMatchObject({ status: 400, contentType: 'application/problem+json', body: { code: 'bad_request' } })
     }
     // HTTP/1.0, and the absolute form RFC 9112 requires a server to take, are served as before.
-    for (const request of ['GET /health/live HTTP/1.0\r\n\r\n', 'GET http://any.example/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n']) {
+    for (const request of [
+      'GET /health/live HTTP/1.0\r\n\r\n',
+      'GET http://any.example/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    ]) {
       expect((await exchange([request], 0, 5_000)).answer).toMatch(/^HTTP\/1\.1 200 /)
     }
   })
@@ -125,10 +128,12 @@ describe('a body still arriving when HANDLER_TIMEOUT runs out (issue 26, item 8)
 
   it('is answered 408 request_timeout (the client is late), not 503, and the connection closed', async () => {
     const routes = ['/api/auth/v1/token', '/webhook/esign/demo-esign-secret/']
-    const answers = await Promise.all(routes.map((route) => {
-      const head = `POST ${route} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"email":`
-      return exchange([head, ...Array.from({ length: 20 }, () => ' ')], 300, 10_000, slowPort)
-    }))
+    const answers = await Promise.all(
+      routes.map((route) => {
+        const head = `POST ${route} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"email":`
+        return exchange([head, ...Array.from({ length: 20 }, () => ' ')], 300, 10_000, slowPort)
+      }),
+    )
     for (const { answer, closedAfterMs } of answers) {
       expect(problemOfRaw(answer)).toMatchObject({ status: 408, body: { status: 408, code: 'request_timeout' } })
       expect(problemOfRaw(answer).contentType).toMatch(/^application\/problem\+json/)

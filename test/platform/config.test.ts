@@ -65,7 +65,8 @@ describe('configuration', () => {
   })
 
   it('refuses demo secrets in production whatever the database, naming every offending variable', () => {
-    const message = /^DATABASE_URL: required in production.*; JWT_SIGNING_KEY: required in production; LEGACY_SECRET_KEY: required in production; ESIGN_WEBHOOK_SECRETS: required in production.*ALLOW_DEMO_SECRETS=true/
+    const message =
+      /^DATABASE_URL: required in production.*; JWT_SIGNING_KEY: required in production; LEGACY_SECRET_KEY: required in production; ESIGN_WEBHOOK_SECRETS: required in production.*ALLOW_DEMO_SECRETS=true/
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrowError(message)
     // Spelling out the demo values is no better than leaving them out.
     expect(() =>

@@ -7,8 +7,13 @@ import { useTestApp } from '../helpers/app.js'
 /** Debian's Chromium (.ci/run installs it); playwright-core brings no browser of its own. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const CHROMIUM_ARGS = [
-  '--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--no-first-run',
+  '--no-sandbox',
+  '--headless',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
 ]
 /** Generous: the machine is shared, and Swagger UI renders the whole document at once. */
 const UI_TIMEOUT = 30_000

@@ -52,7 +52,10 @@ describe('the example client generated from /docs/json (examples/client)', () =>
       const path = new URL(request.url).pathname
       if (path.includes('/get-user-companies') && !lost.has('busy')) {
         lost.add('busy')
-        return new Response(JSON.stringify({ code: 'service_unavailable' }), { status: 503, headers: { 'retry-after': '1', 'content-type': 'application/problem+json' } })
+        return new Response(JSON.stringify({ code: 'service_unavailable' }), {
+          status: 503,
+          headers: { 'retry-after': '1', 'content-type': 'application/problem+json' },
+        })
       }
       const response = await fetch(request)
       if (path.includes('/document-solicitation/') && !lost.has('solicitation')) {
@@ -72,7 +75,12 @@ describe('the example client generated from /docs/json (examples/client)', () =>
     expect(run.retries).toEqual(['1 503', '1 network error: fetch failed: the answer was lost'])
     expect(run.solicitation).toEqual({ id: expect.any(String), documentTypes: ['balance_sheet'], replayed: true })
     const { db } = await testDatabase()
-    const open = await db.selectFrom('document_solicitations').select('id').where('seller_company_role_id', '=', DEMO.roles.acmeSeller).where('status', '=', 'open').execute()
+    const open = await db
+      .selectFrom('document_solicitations')
+      .select('id')
+      .where('seller_company_role_id', '=', DEMO.roles.acmeSeller)
+      .where('status', '=', 'open')
+      .execute()
     expect(open).toEqual([{ id: run.solicitation?.id }])
   })
 
@@ -89,8 +97,15 @@ describe('the example client generated from /docs/json (examples/client)', () =>
       return response
     }
     const customer = { id: randomUUID(), name: 'Partner Customer Ltda', tax_id: '11444777000161', email: 'billing@partner.example' }
-    const run = await syncCustomer(`http://127.0.0.1:${port}`, { email: 'alice@acme.example', password: DEMO_PASSWORD }, customer, { fetch: transport, baseDelayMs: 10 })
-    expect(run).toEqual({ saved: { id: customer.id, name: customer.name, updated_at: expect.any(String) }, replayed: true, retries: ['1 network error: fetch failed: the answer was lost'] })
+    const run = await syncCustomer(`http://127.0.0.1:${port}`, { email: 'alice@acme.example', password: DEMO_PASSWORD }, customer, {
+      fetch: transport,
+      baseDelayMs: 10,
+    })
+    expect(run).toEqual({
+      saved: { id: customer.id, name: customer.name, updated_at: expect.any(String) },
+      replayed: true,
+      retries: ['1 network error: fetch failed: the answer was lost'],
+    })
     const { db } = await testDatabase()
     const rows = await db.selectFrom('customers').select(['name', 'created_at', 'updated_at']).where('id', '=', customer.id).execute()
     expect(rows).toHaveLength(1)
@@ -105,15 +120,18 @@ describe('the example client generated from /docs/json (examples/client)', () =>
     }
     const send = retryingFetch({ fetch: transport, baseDelayMs: 1 })
     await expect(send(new Request('http://127.0.0.1:9/api/company/v1/x/customers/y', { method: 'POST', body: '{}' }))).rejects.toThrow('fetch failed')
-    await expect(send(new Request('http://127.0.0.1:9/api/company/v1/x/customers/y', { method: 'POST', body: '{}', headers: { 'idempotency-key': 'k' } }))).rejects.toThrow('fetch failed')
+    await expect(
+      send(new Request('http://127.0.0.1:9/api/company/v1/x/customers/y', { method: 'POST', body: '{}', headers: { 'idempotency-key': 'k' } })),
+    ).rejects.toThrow('fetch failed')
     expect(sent).toEqual(['POST plain', 'POST keyed', 'POST keyed', 'POST keyed', 'POST keyed', 'POST keyed'])
   })
 
   it("runs bob's flow in Node with the document's first server as base URL (a relative one cannot)", async () => {
-    const document = await (await fetch(`${await listening()}/docs/json`)).json() as { servers: { url: string }[] }
+    const document = (await (await fetch(`${await listening()}/docs/json`)).json()) as { servers: { url: string }[] }
     const relative = createClient<paths>({ baseUrl: '/' })
-    await expect(relative.POST('/api/auth/v1/token', { body: { email: 'bob@beta.example', password: DEMO_PASSWORD } }))
-      .rejects.toThrow(/parse URL|Invalid URL/i)
+    await expect(relative.POST('/api/auth/v1/token', { body: { email: 'bob@beta.example', password: DEMO_PASSWORD } })).rejects.toThrow(
+      /parse URL|Invalid URL/i,
+    )
 
     const api = createClient<paths>({ baseUrl: document.servers[0]?.url })
     const login = await api.POST('/api/auth/v1/token', { body: { email: 'bob@beta.example', password: DEMO_PASSWORD } })

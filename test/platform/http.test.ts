@@ -57,14 +57,20 @@ describe('conventions every route shares', () => {
 
   it('answers 400 parse_error for an empty JSON body', async () => {
     const response = await ctx.app.inject({
-      method: 'POST', url: '/api/auth/v1/token', payload: '', headers: { 'content-type': 'application/json' },
+      method: 'POST',
+      url: '/api/auth/v1/token',
+      payload: '',
+      headers: { 'content-type': 'application/json' },
     })
     problemOf(response, 400, 'parse_error')
   })
 
   it('answers 415 for a JSON-looking body of another media type', async () => {
     const response = await ctx.app.inject({
-      method: 'POST', url: '/api/auth/v1/token/refresh', payload: '{"refresh":"x"}', headers: { 'content-type': 'text/plain' },
+      method: 'POST',
+      url: '/api/auth/v1/token/refresh',
+      payload: '{"refresh":"x"}',
+      headers: { 'content-type': 'text/plain' },
     })
     problemOf(response, 415, 'unsupported_media_type')
   })
@@ -72,7 +78,11 @@ describe('conventions every route shares', () => {
   it('answers 400 invalid, not 500, to a urn:uuid: id (ajv-formats takes it, PostgreSQL does not)', async () => {
     const tokens = await obtainTokens(ctx.app, 'bob@beta.example', DEMO_PASSWORD)
     const urn = `urn:uuid:${DEMO.roles.betaBuyer}`
-    const response = await ctx.app.inject({ method: 'GET', url: `/api/v1/marketplace/${urn}/title/${DEMO.titles.t1}/documents`, headers: bearer(tokens.access) })
+    const response = await ctx.app.inject({
+      method: 'GET',
+      url: `/api/v1/marketplace/${urn}/title/${DEMO.titles.t1}/documents`,
+      headers: bearer(tokens.access),
+    })
     expect(problemOf(response, 400, 'invalid').errors).toEqual({ company_role_id: ['Must be a valid uuid.'] })
   })
 
@@ -90,7 +100,9 @@ describe('conventions every route shares', () => {
     try {
       const attempt = (password: string, forwardedFor: string) =>
         trusting.inject({
-          method: 'POST', url: '/api/auth/v1/token', payload: { email: 'alice@acme.example', password },
+          method: 'POST',
+          url: '/api/auth/v1/token',
+          payload: { email: 'alice@acme.example', password },
           headers: { 'x-forwarded-for': forwardedFor },
         })
       await attempt('wrong', '198.51.100.1')
@@ -161,7 +173,11 @@ describe('logs', () => {
     const app = await buildTestApp({ LOG_LEVEL: 'debug', TRUST_PROXY: '127.0.0.1' }, { logDestination: destination })
     try {
       const tokens = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
-      await app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: { ...bearer(tokens.access), 'x-request-id': 'trace-me' } })
+      await app.inject({
+        method: 'GET',
+        url: '/api/company/v1/get-user-companies',
+        headers: { ...bearer(tokens.access), 'x-request-id': 'trace-me' },
+      })
       await app.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh: tokens.refresh } })
       await app.inject({ method: 'POST', url: '/webhook/esign/super-secret-value/', payload: {} })
     } finally {

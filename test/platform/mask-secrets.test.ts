@@ -38,7 +38,7 @@ describe('maskSecrets: the fields of a log line', () => {
     })
   })
 
-  it('leaves the caller\'s objects as they were', () => {
+  it("leaves the caller's objects as they were", () => {
     const body = { password: 'hunter2' }
     const fields = { body }
     maskSecrets(fields)
@@ -69,7 +69,7 @@ describe('maskSecrets: the fields of a log line', () => {
   })
 })
 
-describe('the service\'s logger', () => {
+describe("the service's logger", () => {
   it('masks secrets in any line, and logs a request as method, url, host and address only', () => {
     const { log, lines } = capturingLogger()
     log.info({ body: { email: 'alice@acme.example', password: 'hunter2' } }, 'a login body')

@@ -28,8 +28,7 @@ async function openFreshDatabase(): Promise<DatabaseHandle> {
 }
 
 /** A refresh token as the service signed them before and after 0005 (same claims, same key). */
-const refreshToken = (jti: string, familyId: string): string =>
-  forgeHs256(accessClaims(DEMO.users.alice, familyId, { token_type: 'refresh', jti }))
+const refreshToken = (jti: string, familyId: string): string => forgeHs256(accessClaims(DEMO.users.alice, familyId, { token_type: 'refresh', jti }))
 
 const family = { id: randomUUID(), spent: newJti(), live: newJti() }
 

@@ -8,8 +8,7 @@ const ctx = useTestApp()
 /** `inner` wrapped in `levels` arrays, as JSON text. */
 const nested = (levels: number, inner: string) => `${'['.repeat(levels)}${inner}${']'.repeat(levels)}`
 
-const post = (url: string, payload: string) =>
-  ctx.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload })
+const post = (url: string, payload: string) => ctx.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload })
 
 /** A provider's notification whose `event.data` goes on down to `depth` levels in all. */
 function webhookBodyOfDepth(depth: number): string {

@@ -154,8 +154,18 @@ describe('the published OpenAPI document', () => {
 
   it('tells a partner how to start: base URL, tokens, refresh, errors, idempotency, webhook', async () => {
     const document = await published()
-    for (const topic of ['Base URL', '/api/auth/v1/token', 'Bearer <access>', '/api/auth/v1/token/refresh', 'application/problem+json',
-      'idempotent', 'Idempotency-Key', 'Idempotent-Replayed', 'Content-Hmac', 'duplicate']) {
+    for (const topic of [
+      'Base URL',
+      '/api/auth/v1/token',
+      'Bearer <access>',
+      '/api/auth/v1/token/refresh',
+      'application/problem+json',
+      'idempotent',
+      'Idempotency-Key',
+      'Idempotent-Replayed',
+      'Content-Hmac',
+      'duplicate',
+    ]) {
       expect(document.info.description).toContain(topic)
     }
     expect(document.components.securitySchemes.bearerAuth?.description).toContain('POST /api/auth/v1/token')
@@ -201,7 +211,11 @@ describe('the examples of the document', () => {
   })
 
   it('log in with the password the bearer scheme names', async () => {
-    const login = await ctx.app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'alice@acme.example', password: DEMO_PASSWORD } })
+    const login = await ctx.app.inject({
+      method: 'POST',
+      url: '/api/auth/v1/token',
+      payload: { email: 'alice@acme.example', password: DEMO_PASSWORD },
+    })
     expect(login.statusCode).toBe(200)
     expect((await published()).components.securitySchemes.bearerAuth?.description).toContain(DEMO_PASSWORD)
   })

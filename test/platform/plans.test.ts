@@ -57,7 +57,11 @@ function literalOf(value: unknown, client: pg.Client): string {
   if (value instanceof Date) return client.escapeLiteral(value.toISOString())
   if (Array.isArray(value)) {
     const items = value.map((item) =>
-      item === null ? 'NULL' : Buffer.isBuffer(item) ? `"\\\\x${item.toString('hex')}"` : `"${String(item).replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`,
+      item === null
+        ? 'NULL'
+        : Buffer.isBuffer(item)
+          ? `"\\\\x${item.toString('hex')}"`
+          : `"${String(item).replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`,
     )
     return client.escapeLiteral(`{${items.join(',')}}`)
   }
@@ -119,7 +123,10 @@ describe.skipIf(!databaseUrl)('generic plans at production volume (real PostgreS
       expectStatus(200, app.inject({ method: 'POST', url: '/api/auth/v1/login', payload: { email, password: DEMO_PASSWORD } }))
     const bob = (await login('bob@beta.example')).json<{ access: string; refresh: string }>()
     const alice = (await login('alice@acme.example')).json<{ access: string }>()
-    await expectStatus(200, app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'dave@delta.example', password: DEMO_PASSWORD } }))
+    await expectStatus(
+      200,
+      app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'dave@delta.example', password: DEMO_PASSWORD } }),
+    )
     await expectStatus(200, app.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh: bob.refresh } }))
     // Again within REFRESH_REUSE_GRACE: the retry's read of the family.
     await expectStatus(200, app.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh: bob.refresh } }))
@@ -132,10 +139,22 @@ describe.skipIf(!databaseUrl)('generic plans at production volume (real PostgreS
     const check = `/api/company/v1/${roles.betaBuyer}/buyer/check-documents/${roles.acmeSeller}`
     await expectStatus(200, app.inject({ method: 'GET', url: check, headers: bearer(bob.access) }))
     // In use (an unsettled operation pays into it), then removed.
-    await expectStatus(409, app.inject({ method: 'DELETE', url: `/api/company/v1/${roles.acmeSeller}/bank-account/${bankAccounts.acme3}`, headers: bearer(alice.access) }))
-    await expectStatus(204, app.inject({ method: 'DELETE', url: `/api/company/v1/${roles.acmeSeller}/bank-account/${bankAccounts.acme1}`, headers: bearer(alice.access) }))
-    await expectStatus(200, app.inject({ method: 'GET', url: `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t1}/documents`, headers: bearer(bob.access) }))
-    await expectStatus(404, app.inject({ method: 'GET', url: `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t2}/documents`, headers: bearer(bob.access) }))
+    await expectStatus(
+      409,
+      app.inject({ method: 'DELETE', url: `/api/company/v1/${roles.acmeSeller}/bank-account/${bankAccounts.acme3}`, headers: bearer(alice.access) }),
+    )
+    await expectStatus(
+      204,
+      app.inject({ method: 'DELETE', url: `/api/company/v1/${roles.acmeSeller}/bank-account/${bankAccounts.acme1}`, headers: bearer(alice.access) }),
+    )
+    await expectStatus(
+      200,
+      app.inject({ method: 'GET', url: `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t1}/documents`, headers: bearer(bob.access) }),
+    )
+    await expectStatus(
+      404,
+      app.inject({ method: 'GET', url: `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t2}/documents`, headers: bearer(bob.access) }),
+    )
     const maria = await findUserForLink(handle.db, 'maria@legacy.example')
     await expectStatus(201, app.inject({ method: 'POST', url: confirmationPath(maria!, DEMO_SECRETS.LEGACY_SECRET_KEY), payload: {} }))
     const customer = { name: 'Plan Check Ltda', tax_id: '11444777000161', email: 'plans@example.com' }
@@ -178,7 +197,12 @@ describe.skipIf(!databaseUrl)('generic plans at production volume (real PostgreS
 
   it("finds the retention command's old Idempotency-Key answers by index, as the command plans it (no generic plan)", async () => {
     statements.clear()
-    await runRetention(handle.db, { tokenFamilyRetention: 30 * 86_400, webhookDeliveryRetention: 90 * 86_400, webhookRetryWindow: 7 * 86_400, batchSize: 5000 })
+    await runRetention(handle.db, {
+      tokenFamilyRetention: 30 * 86_400,
+      webhookDeliveryRetention: 90 * 86_400,
+      webhookRetryWindow: 7 * 86_400,
+      batchSize: 5000,
+    })
     const [statement] = [...statements.values()].filter((query) => query.sql.includes('idempotency_keys'))
     expect(statement).toBeDefined()
     const client = new pg.Client({ connectionString: databaseUrl, options: `-c search_path=${schema}` })
@@ -191,7 +215,11 @@ describe.skipIf(!databaseUrl)('generic plans at production volume (real PostgreS
       const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${text}`)
       const plan = rows[0]!['QUERY PLAN'][0].Plan
       expect(seqScans(plan), JSON.stringify(plan)).toEqual([])
-      expect(nodes(plan).map((node) => node['Index Name']).filter(Boolean)).toContain('idempotency_keys_created_idx')
+      expect(
+        nodes(plan)
+          .map((node) => node['Index Name'])
+          .filter(Boolean),
+      ).toContain('idempotency_keys_created_idx')
     } finally {
       await client.end()
     }

@@ -19,10 +19,8 @@ describe('Precompiled statements', () => {
     await resetDatabase()
   })
 
-  it('compiles once, with the values as parameters and the code\'s constants as literals', () => {
-    expect(activeUserByEmail.sql).toBe(
-      'select "id", "name" from "users" where "email" = $1 and "is_active" = true and length(name) >= $2',
-    )
+  it("compiles once, with the values as parameters and the code's constants as literals", () => {
+    expect(activeUserByEmail.sql).toBe('select "id", "name" from "users" where "email" = $1 and "is_active" = true and length(name) >= $2')
   })
 
   it('writes string constants as quoted literals, and keeps the ones SQL text cannot hold as parameters', async () => {
@@ -35,9 +33,7 @@ describe('Precompiled statements', () => {
         .where('name', '<>', "O'Brien $1 -- not a comment")
         .where('created_at', '>', since),
     )
-    expect(statement.sql).toBe(
-      `select "id" from "users" where "email" = $1 and "name" <> 'O''Brien $1 -- not a comment' and "created_at" > $2`,
-    )
+    expect(statement.sql).toBe(`select "id" from "users" where "email" = $1 and "name" <> 'O''Brien $1 -- not a comment' and "created_at" > $2`)
     const { db } = await testDatabase()
     expect(await statement.first(db, { email: 'alice@acme.example' })).toEqual({ id: DEMO.users.alice })
   })
@@ -57,7 +53,7 @@ describe('Precompiled statements', () => {
     })
   })
 
-  it('puts in each run\'s values', async () => {
+  it("puts in each run's values", async () => {
     const { db } = await testDatabase()
     expect(await activeUserByEmail.rows(db, { email: 'alice@acme.example', minimumNameLength: 1 })).toEqual([
       { id: DEMO.users.alice, name: 'Alice Almeida' },

@@ -86,7 +86,11 @@ describe('the production image and the demo (issue 15, item 9; issue 26, items 1
   it('serves the demo on the demo secrets in production only with both opt-ins', async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'receivables-prod-'))
     server = await startServerProcess({
-      NODE_ENV: 'production', DATABASE_URL: '', PGLITE_DIR: path.join(dataDir, 'pglite'), ALLOW_DEMO_SECRETS: 'true', ALLOW_DEMO_DATA: 'true',
+      NODE_ENV: 'production',
+      DATABASE_URL: '',
+      PGLITE_DIR: path.join(dataDir, 'pglite'),
+      ALLOW_DEMO_SECRETS: 'true',
+      ALLOW_DEMO_DATA: 'true',
     })
     expect((await fetch(`${server.baseUrl}/health/ready`)).status).toBe(200)
   })

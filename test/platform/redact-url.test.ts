@@ -15,8 +15,13 @@ describe('redactUrl: the request URL as logged', () => {
 
   it('masks them in mistyped URLs too: case, repeated slashes, missing and extra segments', () => {
     for (const url of [
-      '//webhook/esign/the-secret/', '/webhook//esign/the-secret/', '/Webhook/esign/the-secret/', '/webhook/ESIGN/the-secret',
-      '/webhook/esign/x/the-secret', '/webhook/the-secret/', '/%77ebhook/esign/the-secret',
+      '//webhook/esign/the-secret/',
+      '/webhook//esign/the-secret/',
+      '/Webhook/esign/the-secret/',
+      '/webhook/ESIGN/the-secret',
+      '/webhook/esign/x/the-secret',
+      '/webhook/the-secret/',
+      '/%77ebhook/esign/the-secret',
     ]) {
       expect(redactUrl(url)).not.toContain('the-secret')
     }

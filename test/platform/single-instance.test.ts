@@ -73,7 +73,10 @@ describe('a start that cannot work', { timeout: 180_000 }, () => {
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))
     const port = (holder.address() as { port: number }).port
     try {
-      const exit = await runServer({ PORT: String(port), ...(embedded ? { PGLITE_DIR: 'memory://' } : { DATABASE_URL: process.env.TEST_DATABASE_URL ?? '' }) })
+      const exit = await runServer({
+        PORT: String(port),
+        ...(embedded ? { PGLITE_DIR: 'memory://' } : { DATABASE_URL: process.env.TEST_DATABASE_URL ?? '' }),
+      })
       expect(oneLine(exit)).toBe(
         `port ${port} is in use by another process (another \`npm start\`?): stop it, or start on another port: PORT=${port + 1} npm start`,
       )

@@ -13,8 +13,7 @@ const LINK_DETAIL = 'The confirmation link is invalid or has expired.'
 const confirm = (url: string, payload?: object, headers: Record<string, string> = {}) =>
   ctx.app.inject({ method: 'POST', url, ...(payload === undefined ? {} : { payload }), headers })
 
-const logIn = (email: string, password: string) =>
-  ctx.app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email, password } })
+const logIn = (email: string, password: string) => ctx.app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email, password } })
 
 function expectInvalidLink(response: LightMyRequestResponse): void {
   const body = problemOf(response, 400, 'invalid_link')
@@ -209,7 +208,11 @@ describe('POST /api/registration/v1/confirm-migration-account/{uidb64}/{token}',
       const link = await linkFor(MARIA)
       const maria = await linkUser(MARIA)
       const { db } = await testDatabase()
-      await db.updateTable('users').set({ password_hash: `${maria.password_hash}x` }).where('id', '=', maria.id).execute()
+      await db
+        .updateTable('users')
+        .set({ password_hash: `${maria.password_hash}x` })
+        .where('id', '=', maria.id)
+        .execute()
       expectInvalidLink(await confirm(link, {}))
     })
 

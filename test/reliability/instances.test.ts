@@ -26,9 +26,9 @@ describe('two instances of the service on one database', () => {
     expect(rotated?.statusCode).toBe(200)
     const used = await refresh(first, rotated?.json().refresh) // the successor used: no grace left for the first token
     expect(used?.statusCode).toBe(200)
-    problemOf(await refresh(second, tokens.refresh) as never, 401, 'token_not_valid')
+    problemOf((await refresh(second, tokens.refresh)) as never, 401, 'token_not_valid')
     const next = used?.json()
-    problemOf(await refresh(first, next.refresh) as never, 401, 'token_not_valid')
+    problemOf((await refresh(first, next.refresh)) as never, 401, 'token_not_valid')
     const read = await second?.app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: bearer(next.access) })
     problemOf(read as never, 401, 'token_not_valid')
   })

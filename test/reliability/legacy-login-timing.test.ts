@@ -23,7 +23,10 @@ for (const [name, make] of Object.entries(hashMakers)) {
 // Capped so that the test's own length stays bounded (6 accounts x 6 logins at the floor).
 const FLOOR_MS = Math.min(3_000, Math.max(600, Math.ceil(slowestMs * 2.5)))
 const ctx = useTestApp({
-  LOGIN_FAILURE_MIN_MS: String(FLOOR_MS), LOGIN_FAILURES_PER_CLIENT: '1000', LOGIN_FAILURES_PER_ACCOUNT: '1000', LOGIN_FAILURES_PER_ADDRESS: '1000',
+  LOGIN_FAILURE_MIN_MS: String(FLOOR_MS),
+  LOGIN_FAILURES_PER_CLIENT: '1000',
+  LOGIN_FAILURES_PER_ACCOUNT: '1000',
+  LOGIN_FAILURES_PER_ADDRESS: '1000',
 })
 
 const median = (samples: number[]): number => [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)] ?? 0
@@ -56,6 +59,9 @@ describe('the time of a wrong password', () => {
     const values = Object.values(medians)
     expect(Math.max(...values) / Math.min(...values), detail).toBeLessThan(1.5)
     // The right password is not held back by the floor.
-    expect((await ctx.app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'alice@acme.example', password: DEMO_PASSWORD } })).statusCode).toBe(200)
+    expect(
+      (await ctx.app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'alice@acme.example', password: DEMO_PASSWORD } }))
+        .statusCode,
+    ).toBe(200)
   }, 300_000)
 })

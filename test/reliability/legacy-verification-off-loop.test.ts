@@ -17,7 +17,10 @@ describe('failed logins of migrated accounts', () => {
     await resetDatabase()
     // No floor on failures here: its idle wait would add fast liveness samples that prove nothing.
     app = await buildTestApp({
-      LOGIN_FAILURE_MIN_MS: '0', LOGIN_FAILURES_PER_CLIENT: '1000', LOGIN_FAILURES_PER_ACCOUNT: '1000', LOGIN_FAILURES_PER_ADDRESS: '1000',
+      LOGIN_FAILURE_MIN_MS: '0',
+      LOGIN_FAILURES_PER_CLIENT: '1000',
+      LOGIN_FAILURES_PER_ACCOUNT: '1000',
+      LOGIN_FAILURES_PER_ADDRESS: '1000',
     })
     baseUrl = await app.listen({ port: 0, host: '127.0.0.1' })
     const password = 'the old password'
@@ -45,7 +48,9 @@ describe('failed logins of migrated accounts', () => {
 
   const failedLogin = (email: string) =>
     fetch(`${baseUrl}/api/auth/v1/token`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'not the old password' }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: 'not the old password' }),
     }).then(async (response) => (await response.arrayBuffer(), response.status))
 
   it('keep /health/live answering within 50 ms (p50) while 8 bcrypt_sha256 checks run', async () => {

@@ -24,7 +24,7 @@ async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<bo
 describe.runIf(process.platform === 'linux')('helper thread priority (HELPER_THREAD_NICENESS)', () => {
   const processes = useServerProcesses()
 
-  it('lowers every thread but the event loop\'s once the service listens', async () => {
+  it("lowers every thread but the event loop's once the service listens", async () => {
     const server = await processes.start({ HELPER_THREAD_NICENESS: '7' })
     const pid = server.child.pid ?? 0
     const helpersLowered = () => [...threadNiceness(pid)].every(([thread, nice]) => (thread === pid ? nice === 0 : nice === 7))

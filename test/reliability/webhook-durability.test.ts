@@ -16,9 +16,7 @@ describe('webhook deliveries across instances and process deaths', () => {
   it('stores and applies a delivery posted to two instances at once exactly once', async () => {
     instances = [await startInstance(), await startInstance()]
     const body = JSON.stringify(notification('sign', '2026-11-20T10:00:00Z', { signer: 'bob@beta.example' }))
-    const responses = await Promise.all(
-      Array.from({ length: 20 }, (_, index) => postWebhook((instances[index % 2] as Instance).app, body)),
-    )
+    const responses = await Promise.all(Array.from({ length: 20 }, (_, index) => postWebhook((instances[index % 2] as Instance).app, body)))
     expect(responses.map((response) => response.statusCode)).toEqual(Array(20).fill(201))
     expect(responses.filter((response) => response.json().duplicate === false)).toHaveLength(1)
     const deliveries = await storedDeliveries()

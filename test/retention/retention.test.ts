@@ -92,7 +92,11 @@ describe('retention (npm run retention)', () => {
   })
 
   it('leaves the live sessions working', async () => {
-    const login = await context.app.inject({ method: 'POST', url: '/api/auth/v1/token', payload: { email: 'bob@beta.example', password: DEMO_PASSWORD } })
+    const login = await context.app.inject({
+      method: 'POST',
+      url: '/api/auth/v1/token',
+      payload: { email: 'bob@beta.example', password: DEMO_PASSWORD },
+    })
     const { access, refresh } = login.json<{ access: string; refresh: string }>()
     await runRetention(await db(), { ...OPTIONS, tokenFamilyRetention: 0 })
     const companies = await context.app.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: bearer(access) })
@@ -108,7 +112,9 @@ describe('the password-change trigger', () => {
     const justExpired = await family(31, 30.5, null) // ended 12 hours ago: its last access tokens may still be in use
     const live = await family(1, 30, null)
     await (await db()).updateTable('users').set({ password_changed_at: new Date() }).where('id', '=', DEMO.users.alice).execute()
-    const rows = await (await db())
+    const rows = await (
+      await db()
+    )
       .selectFrom('token_families')
       .select(['id', 'revoked_reason'])
       .where('id', 'in', [expired, justExpired, live])

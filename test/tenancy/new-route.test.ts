@@ -37,8 +37,12 @@ const throwawayRead: FastifyPluginAsync = async (app) => {
       read: (db, scope) =>
         db.selectNoFrom((eb) =>
           jsonArrayFrom(
-            eb.selectFrom('bank_accounts').select(['id', 'bank_code'])
-              .where('company_id', '=', scope.member.companyId).where('removed_at', 'is', null).orderBy('id'),
+            eb
+              .selectFrom('bank_accounts')
+              .select(['id', 'bank_code'])
+              .where('company_id', '=', scope.member.companyId)
+              .where('removed_at', 'is', null)
+              .orderBy('id'),
           ).as('accounts'),
         ),
       handler: async (_request, _reply, { data }) => data?.accounts ?? [],

@@ -29,9 +29,26 @@ describe('the safety net of the tenancy pipeline', () => {
   it('a route on {company_role_id} not declared with companyRoute(), or an authenticated route with no declaration, stops the app naming it', async () => {
     // The forms that once served data with the member unchecked: the route's own statement, a user-only admission, nothing.
     const forms: [string, (app: FastifyInstance) => void][] = [
-      ['GET /throwaway/in-statement/:company_role_id', (app) => app.get('/throwaway/in-statement/:company_role_id', { schema: { params } }, async () => ({ secret: 'leaked' }))],
-      ['GET /throwaway/user-only/:company_role_id', (app) => app.route(userRoute({ method: 'GET', url: '/throwaway/user-only/:company_role_id', schema: { params }, handler: async () => ({ secret: 'leaked' }) }))],
-      ['GET /throwaway/public/:company_role_id', (app) => app.get('/throwaway/public/:company_role_id', { schema: { params }, config: { public: true } }, async () => ({ secret: 'leaked' }))],
+      [
+        'GET /throwaway/in-statement/:company_role_id',
+        (app) => app.get('/throwaway/in-statement/:company_role_id', { schema: { params } }, async () => ({ secret: 'leaked' })),
+      ],
+      [
+        'GET /throwaway/user-only/:company_role_id',
+        (app) =>
+          app.route(
+            userRoute({
+              method: 'GET',
+              url: '/throwaway/user-only/:company_role_id',
+              schema: { params },
+              handler: async () => ({ secret: 'leaked' }),
+            }),
+          ),
+      ],
+      [
+        'GET /throwaway/public/:company_role_id',
+        (app) => app.get('/throwaway/public/:company_role_id', { schema: { params }, config: { public: true } }, async () => ({ secret: 'leaked' })),
+      ],
       ['GET /throwaway/undeclared', (app) => app.get('/throwaway/undeclared', async () => ({ secret: 'leaked' }))],
     ]
     for (const [name, register] of forms) {
@@ -49,19 +66,29 @@ describe('the safety net of the tenancy pipeline', () => {
     const logDestination: LogDestination = { write: (line: string) => void lines.push(line) }
     const app = await appWith((app) => {
       // Only the pipeline admits: this handler undoes it, as a bug in the pipeline would leave it; the net must stop the success.
-      app.route(companyRoute({
-        method: 'GET',
-        url: '/throwaway/in-statement/:company_role_id',
-        permission: 'chat',
-        schema: { params },
-        read: (db, scope) => db.selectFrom('company_roles').select('id').where('id', '=', scope.companyRoleId),
-        handler: async (request) => {
-          request.companyRole = null
-          return { secret: 'leaked' }
-        },
-      }))
+      app.route(
+        companyRoute({
+          method: 'GET',
+          url: '/throwaway/in-statement/:company_role_id',
+          permission: 'chat',
+          schema: { params },
+          read: (db, scope) => db.selectFrom('company_roles').select('id').where('id', '=', scope.companyRoleId),
+          handler: async (request) => {
+            request.companyRole = null
+            return { secret: 'leaked' }
+          },
+        }),
+      )
       // Serves data without looking: a non-member still gets 404.
-      app.route(companyRoute({ method: 'GET', url: '/throwaway/piped/:company_role_id', permission: 'chat', schema: { params }, handler: async () => ({ secret: 'leaked' }) }))
+      app.route(
+        companyRoute({
+          method: 'GET',
+          url: '/throwaway/piped/:company_role_id',
+          permission: 'chat',
+          schema: { params },
+          handler: async () => ({ secret: 'leaked' }),
+        }),
+      )
     }, logDestination)
     await app.ready()
     try {

@@ -33,7 +33,12 @@ export async function describeOrderOfChecks(extraRoutes?: FastifyPluginAsync): P
       if (tenancy.kind !== 'company') continue
       const { role, permission } = tenancy.requirement
       const example = exampleParams(route)
-      const member = role === 'buyer' ? MEMBERS[roles.betaBuyer]! : role === 'seller' ? MEMBERS[roles.acmeSeller]! : (MEMBERS[example.company_role_id!] ?? MEMBERS[roles.betaBuyer]!)
+      const member =
+        role === 'buyer'
+          ? MEMBERS[roles.betaBuyer]!
+          : role === 'seller'
+            ? MEMBERS[roles.acmeSeller]!
+            : (MEMBERS[example.company_role_id!] ?? MEMBERS[roles.betaBuyer]!)
       // Another tenant's role, of the wrong kind where the route has one (404 comes before 403).
       const otherTenantRole = member.roleId === roles.acmeSeller ? roles.betaBuyer : roles.gammaSeller
       const wrongKind = role === 'buyer' ? roles.deltaSeller : role === 'seller' ? roles.deltaBuyer : undefined
@@ -56,8 +61,12 @@ export async function describeOrderOfChecks(extraRoutes?: FastifyPluginAsync): P
         }
         // Then the permission.
         const others = (['marketplace', 'chat'] as const).filter((candidate) => candidate !== permission)
-        await db.updateTable('memberships').set({ permissions: [...others] })
-          .where('user_id', '=', member.userId).where('company_role_id', '=', member.roleId).execute()
+        await db
+          .updateTable('memberships')
+          .set({ permissions: [...others] })
+          .where('user_id', '=', member.userId)
+          .where('company_role_id', '=', member.roleId)
+          .execute()
         problemOf(await send(route, as(member.roleId), bearer(access)), 403, 'permission_denied')
 
         // A disabled user: still 400 for a malformed path (input before the user), then 401.

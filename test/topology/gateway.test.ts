@@ -85,75 +85,83 @@ describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgB
     expect(json(ready)).toEqual({ status: 'ok' })
   })
 
-  it(`loses no request across ${DRAINS} SIGTERMs under mixed load (reads, refresh chains, route 11 upserts)`, async () => {
-    const alice = await login('alice@acme.example')
-    const chains = await Promise.all(['bob@beta.example', 'carol@gamma.example', 'dave@delta.example'].map(login))
-    const failures: string[] = []
-    const counts = { read: 0, refresh: 0, upsert: 0 }
-    const retries = { count: 0 }
-    let running = true
-    const record = (kind: keyof typeof counts, answer: Answer | Error, expected: number) => {
-      counts[kind]++
-      if (answer instanceof Error) failures.push(`${kind}: ${answer.message}`)
-      else if (answer.status !== expected) failures.push(`${kind}: ${answer.status} ${answer.body.slice(0, 200)}`)
-    }
-    const auth = { authorization: `Bearer ${alice.access}` }
-    const reader = async () => {
-      while (running) {
-        const answer = await request(gateway, { path: '/api/company/v1/get-user-companies', headers: auth }).catch((error: Error) => error)
-        record('read', answer, 200)
+  it(
+    `loses no request across ${DRAINS} SIGTERMs under mixed load (reads, refresh chains, route 11 upserts)`,
+    async () => {
+      const alice = await login('alice@acme.example')
+      const chains = await Promise.all(['bob@beta.example', 'carol@gamma.example', 'dave@delta.example'].map(login))
+      const failures: string[] = []
+      const counts = { read: 0, refresh: 0, upsert: 0 }
+      const retries = { count: 0 }
+      let running = true
+      const record = (kind: keyof typeof counts, answer: Answer | Error, expected: number) => {
+        counts[kind]++
+        if (answer instanceof Error) failures.push(`${kind}: ${answer.message}`)
+        else if (answer.status !== expected) failures.push(`${kind}: ${answer.status} ${answer.body.slice(0, 200)}`)
       }
-    }
-    const upserter = async (offset: number) => {
-      for (let n = offset; running; n++) {
-        const customer = CUSTOMERS[n % CUSTOMERS.length]!
-        // One key per operation, the same on each of its attempts.
-        const headers = { ...auth, 'idempotency-key': randomUUID() }
-        const answer = await withRetries(() => request(gateway, {
-          method: 'POST',
-          path: `/api/company/v1/${roles.acmeSeller}/customers/${customer.id}`,
-          headers,
-          body: { name: `Customer ${n % CUSTOMERS.length}`, tax_id: customer.tax_id },
-        }), retries)
-        record('upsert', answer, 201)
+      const auth = { authorization: `Bearer ${alice.access}` }
+      const reader = async () => {
+        while (running) {
+          const answer = await request(gateway, { path: '/api/company/v1/get-user-companies', headers: auth }).catch((error: Error) => error)
+          record('read', answer, 200)
+        }
       }
-    }
-    const chain = async (tokens: { refresh: string }) => {
-      let refresh = tokens.refresh
-      while (running) {
-        // The same spent token again within REFRESH_REUSE_GRACE gets the same successor.
-        const answer = await withRetries(() => request(gateway, { method: 'POST', path: '/api/auth/v1/token/refresh', body: { refresh } }), retries)
-        record('refresh', answer, 200)
-        // An answer still lost after the retries ends the chain: its next token is unknown.
-        if (answer instanceof Error || answer.status !== 200) return
-        refresh = (json(answer) as { refresh: string }).refresh
+      const upserter = async (offset: number) => {
+        for (let n = offset; running; n++) {
+          const customer = CUSTOMERS[n % CUSTOMERS.length]!
+          // One key per operation, the same on each of its attempts.
+          const headers = { ...auth, 'idempotency-key': randomUUID() }
+          const answer = await withRetries(
+            () =>
+              request(gateway, {
+                method: 'POST',
+                path: `/api/company/v1/${roles.acmeSeller}/customers/${customer.id}`,
+                headers,
+                body: { name: `Customer ${n % CUSTOMERS.length}`, tax_id: customer.tax_id },
+              }),
+            retries,
+          )
+          record('upsert', answer, 201)
+        }
       }
-    }
-    const load = [reader(), reader(), upserter(0), upserter(2), ...chains.map(chain)]
-    const drains: { exitCode: number | null; notReadyMs: number; tookMs: number }[] = []
-    try {
-      await new Promise((resolve) => setTimeout(resolve, 1_000))
-      for (let drain = 0; drain < DRAINS; drain++) {
-        drains.push(await topology.restart(drain % 2))
+      const chain = async (tokens: { refresh: string }) => {
+        let refresh = tokens.refresh
+        while (running) {
+          // The same spent token again within REFRESH_REUSE_GRACE gets the same successor.
+          const answer = await withRetries(() => request(gateway, { method: 'POST', path: '/api/auth/v1/token/refresh', body: { refresh } }), retries)
+          record('refresh', answer, 200)
+          // An answer still lost after the retries ends the chain: its next token is unknown.
+          if (answer instanceof Error || answer.status !== 200) return
+          refresh = (json(answer) as { refresh: string }).refresh
+        }
+      }
+      const load = [reader(), reader(), upserter(0), upserter(2), ...chains.map(chain)]
+      const drains: { exitCode: number | null; notReadyMs: number; tookMs: number }[] = []
+      try {
         await new Promise((resolve) => setTimeout(resolve, 1_000))
+        for (let drain = 0; drain < DRAINS; drain++) {
+          drains.push(await topology.restart(drain % 2))
+          await new Promise((resolve) => setTimeout(resolve, 1_000))
+        }
+      } finally {
+        running = false
+        await Promise.all(load)
       }
-    } finally {
-      running = false
-      await Promise.all(load)
-    }
-    process.stderr.write(
-      `topology: ${DRAINS} drains, ${counts.read} reads, ${counts.refresh} refreshes, ${counts.upsert} upserts, ` +
-        `${failures.length} failed, ${retries.count} retried; not ready after ${drains.map((d) => d.notReadyMs).join('/')} ms, exited after ${drains.map((d) => d.tookMs).join('/')} ms\n`,
-    )
-    expect(failures, instanceLogs()).toEqual([])
-    for (const drain of drains) {
-      expect(drain.exitCode).toBe(0)
-      expect(drain.notReadyMs).toBeGreaterThanOrEqual(0)
-      expect(drain.notReadyMs).toBeLessThan(1_500)
-      expect(drain.tookMs).toBeLessThan(15_000)
-    }
-    expect(Math.min(counts.read, counts.refresh, counts.upsert)).toBeGreaterThan(DRAINS * 5)
-  }, 60_000 + DRAINS * 30_000)
+      process.stderr.write(
+        `topology: ${DRAINS} drains, ${counts.read} reads, ${counts.refresh} refreshes, ${counts.upsert} upserts, ` +
+          `${failures.length} failed, ${retries.count} retried; not ready after ${drains.map((d) => d.notReadyMs).join('/')} ms, exited after ${drains.map((d) => d.tookMs).join('/')} ms\n`,
+      )
+      expect(failures, instanceLogs()).toEqual([])
+      for (const drain of drains) {
+        expect(drain.exitCode).toBe(0)
+        expect(drain.notReadyMs).toBeGreaterThanOrEqual(0)
+        expect(drain.notReadyMs).toBeLessThan(1_500)
+        expect(drain.tookMs).toBeLessThan(15_000)
+      }
+      expect(Math.min(counts.read, counts.refresh, counts.upsert)).toBeGreaterThan(DRAINS * 5)
+    },
+    60_000 + DRAINS * 30_000,
+  )
 
   it('answers 503 within seconds while PgBouncer is paused, keeps liveness, and recovers on RESUME', async () => {
     const alice = await login('alice@acme.example')

@@ -64,7 +64,9 @@ describe.skipIf(unavailable !== undefined)('behind PgBouncer, a setting the pool
     const [problem] = ready.json().configuration_errors as string[]
     expect(problem).toContain("ALTER ROLE postgres SET statement_timeout = '5000ms'")
     expect(problem).not.toContain('plan_cache_mode') // unnamed statements are planned on every run anyway
-    expect(configurationErrors()).toEqual([expect.objectContaining({ level: 50, msg: expect.stringContaining('ALTER ROLE postgres SET statement_timeout') })])
+    expect(configurationErrors()).toEqual([
+      expect.objectContaining({ level: 50, msg: expect.stringContaining('ALTER ROLE postgres SET statement_timeout') }),
+    ])
     const { access } = await obtainTokens(service, 'alice@acme.example', DEMO_PASSWORD)
     expect((await service.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: bearer(access) })).statusCode).toBe(200)
   })

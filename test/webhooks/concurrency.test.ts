@@ -38,10 +38,7 @@ describe('POST /webhook/esign/{secret}/ under concurrency', () => {
   })
 
   it('applies exactly one of two conflicting final events that arrive together', async () => {
-    const responses = await Promise.all([
-      postWebhook(context.app, notification('cancel', T2)),
-      postWebhook(context.app, notification('close', T3)),
-    ])
+    const responses = await Promise.all([postWebhook(context.app, notification('cancel', T2)), postWebhook(context.app, notification('close', T3))])
     expect(responses.map((response) => response.statusCode)).toEqual([201, 201])
     const deliveries = await storedDeliveries()
     const applied = deliveries.filter((delivery) => delivery.outcome === 'applied')

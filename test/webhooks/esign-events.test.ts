@@ -133,7 +133,7 @@ describe('transition: refusal', () => {
     })
   })
 
-  it("changes nothing when the refusal is stale for its signer (a sign came later, or the signer already decided)", () => {
+  it('changes nothing when the refusal is stale for its signer (a sign came later, or the signer already decided)', () => {
     const signedAfter: SignerState = { status: 'signed', last_event_at: T2 }
     expect(isNoChange(transition(pendingEnvelope, signedAfter, action('refusal'), T1))).toBe(true)
     expect(isNoChange(transition(pendingEnvelope, signedAfter, action('refusal'), T3))).toBe(true)

@@ -3,16 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
-import {
-  DEMO_SECRET,
-  envelopeState,
-  notification,
-  PENDING_ENVELOPE,
-  postWebhook,
-  sha256Hex,
-  SIGNED_ENVELOPE,
-  storedDeliveries,
-} from './helpers.js'
+import { DEMO_SECRET, envelopeState, notification, PENDING_ENVELOPE, postWebhook, sha256Hex, SIGNED_ENVELOPE, storedDeliveries } from './helpers.js'
 
 const context = useTestApp()
 
@@ -44,7 +35,8 @@ describe('POST /webhook/esign/{secret}/', () => {
   })
 
   it('stores the delivery as received, with its dedupe key and outcome', async () => {
-    const body = `{"event":{"name":"sign","occurred_at":"2026-05-01T07:00:00-03:00","data":{"signer":{"email":"${BOB}"}}},` +
+    const body =
+      `{"event":{"name":"sign","occurred_at":"2026-05-01T07:00:00-03:00","data":{"signer":{"email":"${BOB}"}}},` +
       `"document":{"key":"${PENDING_ENVELOPE}","status":"running","extra":[1,2]},"account":{"key":"x"}}`
     expect((await postWebhook(context.app, body)).statusCode).toBe(201)
     const [delivery, ...others] = await storedDeliveries()
@@ -83,7 +75,11 @@ describe('POST /webhook/esign/{secret}/', () => {
   it('completes the envelope on close, auto_close and document_closed', async () => {
     for (const name of ['close', 'auto_close', 'document_closed']) {
       const { db } = await testDatabase()
-      await db.updateTable('signature_envelopes').set({ status: 'pending', completed_at: null, last_event_at: null }).where('envelope_key', '=', PENDING_ENVELOPE).execute()
+      await db
+        .updateTable('signature_envelopes')
+        .set({ status: 'pending', completed_at: null, last_event_at: null })
+        .where('envelope_key', '=', PENDING_ENVELOPE)
+        .execute()
       expect((await postWebhook(context.app, notification(name, T2))).statusCode).toBe(201)
       const state = await envelopeState(PENDING_ENVELOPE)
       expect([name, state.status, state.completed_at]).toEqual([name, 'signed', new Date(T2)])

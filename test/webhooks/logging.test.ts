@@ -59,9 +59,7 @@ describe('the webhook secret in logs', () => {
       `/api/company/v1/${SECRET.slice(0, 4)}%${SECRET.charCodeAt(4).toString(16)}${SECRET.slice(5)}/x`,
       `/health/live?${SECRET}`,
     ]
-    const statuses = await Promise.all(
-      nearMisses.map(async (url) => (await context.app.inject({ method: 'POST', url, payload: body })).statusCode),
-    )
+    const statuses = await Promise.all(nearMisses.map(async (url) => (await context.app.inject({ method: 'POST', url, payload: body })).statusCode))
     expect(statuses.every((status) => status === 404 || status === 405)).toBe(true)
     const completed = lines
       .map((line) => JSON.parse(line) as { msg?: string; req?: { url?: string } })

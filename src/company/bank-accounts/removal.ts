@@ -1,12 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Database } from '../../../db/types.js'
 import { problem } from '../../lib/problem.js'
-import {
-  lockActiveBankAccounts,
-  makeDefaultBankAccount,
-  markBankAccountRemoved,
-  paysUnsettledOperation,
-} from './repository.js'
+import { lockActiveBankAccounts, makeDefaultBankAccount, markBankAccountRemoved, paysUnsettledOperation } from './repository.js'
 import { removalBlocker, successorDefault, type RemovalBlocker } from './rules.js'
 
 const BLOCKER_DETAILS: Record<RemovalBlocker, string> = {

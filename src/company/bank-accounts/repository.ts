@@ -22,12 +22,7 @@ export function lockActiveBankAccounts(db: Db, companyId: string): Promise<Activ
 
 // Precompiled: the status is a literal of the statement, which the partial index's generic plan needs.
 const unsettledOperationStatement = new Precompiled((db, p: { bankAccountId: string }) =>
-  db
-    .selectFrom('operations')
-    .select('id')
-    .where('payout_bank_account_id', '=', p.bankAccountId)
-    .where('status', '=', 'awaiting_settlement')
-    .limit(1),
+  db.selectFrom('operations').select('id').where('payout_bank_account_id', '=', p.bankAccountId).where('status', '=', 'awaiting_settlement').limit(1),
 )
 
 /** Whether an operation awaiting settlement pays into the account. */

@@ -11,7 +11,10 @@ export const PRESENCE_WRITE_INTERVAL_MS = 30_000
 export class PresenceTracker {
   private readonly lastWrite = new Map<string, number>()
 
-  constructor(private readonly db: Db, private readonly intervalMs = PRESENCE_WRITE_INTERVAL_MS) {}
+  constructor(
+    private readonly db: Db,
+    private readonly intervalMs = PRESENCE_WRITE_INTERVAL_MS,
+  ) {}
 
   async markSeen(companyRoleId: string, now = Date.now()): Promise<void> {
     const previous = this.lastWrite.get(companyRoleId)
@@ -21,11 +24,10 @@ export class PresenceTracker {
       .insertInto('company_role_presence')
       .values({ company_role_id: companyRoleId, last_seen_at: sql<Date>`now()` })
       .onConflict((conflict) =>
-        conflict.column('company_role_id').doUpdateSet({ last_seen_at: sql<Date>`now()` }).where(
-          'company_role_presence.last_seen_at',
-          '<',
-          sql<Date>`now() - make_interval(secs => ${this.intervalMs / 1000})`,
-        ),
+        conflict
+          .column('company_role_id')
+          .doUpdateSet({ last_seen_at: sql<Date>`now()` })
+          .where('company_role_presence.last_seen_at', '<', sql<Date>`now() - make_interval(secs => ${this.intervalMs / 1000})`),
       )
       .execute()
   }

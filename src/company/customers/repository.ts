@@ -4,9 +4,7 @@ import type { CustomerInput } from './rules.js'
 
 export type Customer = Selectable<CustomersTable>
 
-const CUSTOMER_COLUMNS = [
-  'id', 'company_role_id', 'name', 'tax_id', 'tax_id_type', 'email', 'phone', 'created_at', 'updated_at',
-] as const
+const CUSTOMER_COLUMNS = ['id', 'company_role_id', 'name', 'tax_id', 'tax_id_type', 'email', 'phone', 'created_at', 'updated_at'] as const
 
 /**
  * One atomic statement: inserts the role's customer, or updates the role's row with that id when it
@@ -37,12 +35,7 @@ export function upsertCustomer(db: Db, companyRoleId: string, id: string, input:
 }
 
 export async function findCustomerTaxId(db: Db, companyRoleId: string, id: string): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('customers')
-    .select('tax_id')
-    .where('company_role_id', '=', companyRoleId)
-    .where('id', '=', id)
-    .executeTakeFirst()
+  const row = await db.selectFrom('customers').select('tax_id').where('company_role_id', '=', companyRoleId).where('id', '=', id).executeTakeFirst()
   return row?.tax_id
 }
 

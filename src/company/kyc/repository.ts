@@ -42,12 +42,7 @@ function sellerKycRow(db: Kysely<Database>, buyerRoleId: string, sellerRoleId: s
       jsonObjectFrom(
         eb
           .selectFrom('document_solicitations as open')
-          .select((open) => [
-            'open.id',
-            'open.document_types',
-            'open.due_date',
-            isoTimestamp(open.ref('open.created_at')).as('created_at'),
-          ])
+          .select((open) => ['open.id', 'open.document_types', 'open.due_date', isoTimestamp(open.ref('open.created_at')).as('created_at')])
           .whereRef('open.seller_company_role_id', '=', 'seller.id')
           .where('open.buyer_company_role_id', '=', buyerRoleId)
           .where('open.status', '=', 'open'),
@@ -88,9 +83,7 @@ export function toSellerKyc(row: SellerKycRow | undefined): SellerKyc | undefine
   return { company: { name: row.name, tax_id: row.tax_id }, documents: row.documents ?? [], openSolicitation: row.open_solicitation }
 }
 
-const sellerKycStatement = new Precompiled((db, p: { buyerRoleId: string; sellerRoleId: string }) =>
-  sellerKycRow(db, p.buyerRoleId, p.sellerRoleId),
-)
+const sellerKycStatement = new Precompiled((db, p: { buyerRoleId: string; sellerRoleId: string }) => sellerKycRow(db, p.buyerRoleId, p.sellerRoleId))
 
 /** What routes 5 and 7 need to know about a seller, in one round trip; undefined when not an active seller role. */
 export async function loadSellerKyc(db: Db, buyerRoleId: string, sellerRoleId: string): Promise<SellerKyc | undefined> {
@@ -142,16 +135,7 @@ export async function insertOpenSolicitation(db: Db, values: NewSolicitation): P
         due_date: values.dueDate,
         created_by: values.createdBy,
       })
-      .returning([
-        'id',
-        'buyer_company_role_id',
-        'seller_company_role_id',
-        'document_types',
-        'message',
-        'due_date',
-        'status',
-        'created_at',
-      ])
+      .returning(['id', 'buyer_company_role_id', 'seller_company_role_id', 'document_types', 'message', 'due_date', 'status', 'created_at'])
       .executeTakeFirstOrThrow()
     return { created }
   } catch (error) {

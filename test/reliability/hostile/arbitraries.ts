@@ -8,9 +8,45 @@ import fc from 'fast-check'
 
 /** Characters that break naive code: NUL and other controls, lone surrogates, combining marks, RTL, emoji. */
 const nastyChar = fc.constantFrom(
-  '\u0000', '\u0001', '\u001f', '\u007f', '\t', '\n', '\r', '\u2028', '\ud800', '\udbff', '\udc00', '\udfff',
-  '\u0301', '\u0336', '\u200b', '\u200d', '\u202e', '\u2066', '\ufeff', '\ufffd', '\uffff', 'ß', 'İ', 'ﬀ', 'Ω',
-  '😀', '👨‍👩‍👧', '🏳️‍🌈', '\u{10ffff}', '"', '\\', "'", '<', '%', '$', '{', '/', '.', ' ',
+  '\u0000',
+  '\u0001',
+  '\u001f',
+  '\u007f',
+  '\t',
+  '\n',
+  '\r',
+  '\u2028',
+  '\ud800',
+  '\udbff',
+  '\udc00',
+  '\udfff',
+  '\u0301',
+  '\u0336',
+  '\u200b',
+  '\u200d',
+  '\u202e',
+  '\u2066',
+  '\ufeff',
+  '\ufffd',
+  '\uffff',
+  'ß',
+  'İ',
+  'ﬀ',
+  'Ω',
+  '😀',
+  '👨‍👩‍👧',
+  '🏳️‍🌈',
+  '\u{10ffff}',
+  '"',
+  '\\',
+  "'",
+  '<',
+  '%',
+  '$',
+  '{',
+  '/',
+  '.',
+  ' ',
 )
 
 const unit = fc.oneof(
@@ -26,9 +62,31 @@ export const hostileText = fc.oneof(
   {
     weight: 2,
     arbitrary: fc.constantFrom(
-      '', ' ', 'null', 'undefined', 'true', '0', '-1', 'NaN', '[object Object]', "'; DROP TABLE users; --",
-      '" OR 1=1 --', '../../../etc/passwd', '${jndi:ldap://x}', '{{7*7}}', '<script>alert(1)</script>', '%00', '%s%n',
-      'e\u0301\u0301\u0301', '\u202eevil.txt', 'مرحبا بالعالم', 'שלום', 'a\u0000b', '\ud83d', '\ude00x', '💸💸💸',
+      '',
+      ' ',
+      'null',
+      'undefined',
+      'true',
+      '0',
+      '-1',
+      'NaN',
+      '[object Object]',
+      "'; DROP TABLE users; --",
+      '" OR 1=1 --',
+      '../../../etc/passwd',
+      '${jndi:ldap://x}',
+      '{{7*7}}',
+      '<script>alert(1)</script>',
+      '%00',
+      '%s%n',
+      'e\u0301\u0301\u0301',
+      '\u202eevil.txt',
+      'مرحبا بالعالم',
+      'שלום',
+      'a\u0000b',
+      '\ud83d',
+      '\ude00x',
+      '💸💸💸',
     ),
   },
 )
@@ -91,10 +149,41 @@ export function brokenBody(limit: number): fc.Arbitrary<string | Buffer> {
   const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`
   return fc.oneof(
     fc.constantFrom(
-      '', ' ', '{', '}', '[', '{"', '{"a":}', '{"a":1,}', "{'a':'b'}", '{a:1}', 'nul', 'NaN', 'Infinity', 'undefined',
-      'null', 'true', '0', '-0', '1e999', '"text"', '[]', '[{}]', '{}{}', '{"a":1}garbage', '\ufeff{}', '\u0000',
-      '{"__proto__":{"is_admin":true}}', '{"constructor":{"prototype":{"is_admin":true}}}', '{"a":"\\ud800"}',
-      '{"a":"\\u0000"}', '{"a":"\\x41"}', '{"a":01}', '{"a":.5}', '{"a":+1}', '{"a":"b"\n\n',
+      '',
+      ' ',
+      '{',
+      '}',
+      '[',
+      '{"',
+      '{"a":}',
+      '{"a":1,}',
+      "{'a':'b'}",
+      '{a:1}',
+      'nul',
+      'NaN',
+      'Infinity',
+      'undefined',
+      'null',
+      'true',
+      '0',
+      '-0',
+      '1e999',
+      '"text"',
+      '[]',
+      '[{}]',
+      '{}{}',
+      '{"a":1}garbage',
+      '\ufeff{}',
+      '\u0000',
+      '{"__proto__":{"is_admin":true}}',
+      '{"constructor":{"prototype":{"is_admin":true}}}',
+      '{"a":"\\ud800"}',
+      '{"a":"\\u0000"}',
+      '{"a":"\\x41"}',
+      '{"a":01}',
+      '{"a":.5}',
+      '{"a":+1}',
+      '{"a":"b"\n\n',
     ),
     fc.constantFrom(100, 1000, 5000).map(nested),
     fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.stringify(value) ?? 'null'),
@@ -113,18 +202,41 @@ export const contentType = fc.oneof(
   {
     weight: 4,
     arbitrary: fc.constantFrom<string | undefined>(
-      'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'APPLICATION/JSON', 'Application/Json; Charset=utf-8',
-      'application/json; charset=utf-16', 'application/json; charset=latin1', 'application/json;', 'application/json; foo=bar',
-      'application/json ; charset=utf-8', 'application/json; charset="utf-8"',
+      'application/json; charset=utf-8',
+      'application/json;charset=UTF-8',
+      'APPLICATION/JSON',
+      'Application/Json; Charset=utf-8',
+      'application/json; charset=utf-16',
+      'application/json; charset=latin1',
+      'application/json;',
+      'application/json; foo=bar',
+      'application/json ; charset=utf-8',
+      'application/json; charset="utf-8"',
     ),
   },
   {
     weight: 3,
     arbitrary: fc.constantFrom<string | undefined>(
-      undefined, '', ' ', 'text/plain', 'text/plain; charset=utf-8', 'text/json', 'application/x-www-form-urlencoded',
-      'multipart/form-data; boundary=----x', 'application/xml', 'application/octet-stream', 'application/jsonx',
-      'application/problem+json', 'application/vnd.api+json', 'application/json, text/plain', '*/*', 'json', ';;;',
-      'application/json; charset', 'application/\u00e9json', 'text/html; charset=utf-8',
+      undefined,
+      '',
+      ' ',
+      'text/plain',
+      'text/plain; charset=utf-8',
+      'text/json',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=----x',
+      'application/xml',
+      'application/octet-stream',
+      'application/jsonx',
+      'application/problem+json',
+      'application/vnd.api+json',
+      'application/json, text/plain',
+      '*/*',
+      'json',
+      ';;;',
+      'application/json; charset',
+      'application/\u00e9json',
+      'text/html; charset=utf-8',
     ),
   },
 )
@@ -148,9 +260,42 @@ function decoded(raw: string): string | undefined {
 /** Segments that are not what any route expects: traversal, bad escapes, NUL, unicode, very long. */
 export const hostileSegment: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom(
-    '0', '-1', 'null', 'undefined', 'NaN', 'true', '1e309', '%20', '%00', 'a%00b', '%ZZ', '%', '%E0%A4%A', '%C0%AE',
-    '..', '.', '%2e%2e', '..%2f..%2fetc%2fpasswd', '%2F', '%5C', '..%5c..%5cwindows', '~', '*', '%25', '%2525',
-    '{}', '[]', '%7B%7D', 'x;y=z', '@', ':', 'a:b', '%0d%0aSet-Cookie:%20x=y', '%F0%9F%98%80', '%ED%A0%80', 'me',
+    '0',
+    '-1',
+    'null',
+    'undefined',
+    'NaN',
+    'true',
+    '1e309',
+    '%20',
+    '%00',
+    'a%00b',
+    '%ZZ',
+    '%',
+    '%E0%A4%A',
+    '%C0%AE',
+    '..',
+    '.',
+    '%2e%2e',
+    '..%2f..%2fetc%2fpasswd',
+    '%2F',
+    '%5C',
+    '..%5c..%5cwindows',
+    '~',
+    '*',
+    '%25',
+    '%2525',
+    '{}',
+    '[]',
+    '%7B%7D',
+    'x;y=z',
+    '@',
+    ':',
+    'a:b',
+    '%0d%0aSet-Cookie:%20x=y',
+    '%F0%9F%98%80',
+    '%ED%A0%80',
+    'me',
   ),
   // Through UTF-8 first: encodeURIComponent refuses lone surrogates (the constants above have one).
   hostileText.filter((text) => text.length > 0).map((text) => encodeURIComponent(Buffer.from(text).toString())),
@@ -162,18 +307,30 @@ export const hostileSegment: fc.Arbitrary<string> = fc.oneof(
 export function uuidSegment(known: readonly string[], fresh = 2): fc.Arbitrary<Segment> {
   const nearUuid = fc.tuple(fc.uuid(), fc.nat(11)).map(([uuid, variant]): string => {
     switch (variant) {
-      case 0: return uuid.toUpperCase()
-      case 1: return uuid.slice(0, -1)
-      case 2: return `${uuid}a`
-      case 3: return uuid.replace(/-/g, '')
-      case 4: return encodeURIComponent(`{${uuid}}`)
-      case 5: return `urn:uuid:${uuid}`
-      case 6: return `${uuid.slice(0, 9)}g${uuid.slice(10)}`
-      case 7: return `%20${uuid}`
-      case 8: return `${uuid}%00`
-      case 9: return `${uuid};x=1`
-      case 10: return uuid.replace(/-/g, '%2D')
-      default: return `${uuid}-${uuid.slice(0, 4)}`
+      case 0:
+        return uuid.toUpperCase()
+      case 1:
+        return uuid.slice(0, -1)
+      case 2:
+        return `${uuid}a`
+      case 3:
+        return uuid.replace(/-/g, '')
+      case 4:
+        return encodeURIComponent(`{${uuid}}`)
+      case 5:
+        return `urn:uuid:${uuid}`
+      case 6:
+        return `${uuid.slice(0, 9)}g${uuid.slice(10)}`
+      case 7:
+        return `%20${uuid}`
+      case 8:
+        return `${uuid}%00`
+      case 9:
+        return `${uuid};x=1`
+      case 10:
+        return uuid.replace(/-/g, '%2D')
+      default:
+        return `${uuid}-${uuid.slice(0, 4)}`
     }
   })
   return fc
@@ -209,9 +366,21 @@ export interface PathChange {
 
 const queryString = fc.oneof(
   fc.constantFrom(
-    'a=1', 'format=json', 'access_token=@@access.alice@@', 'token=@@refresh.alice@@', 'password=pw~QueryPass1234',
-    'secret=@@secret@@', 'company_role_id=30000000-0000-4000-8000-000000000002', '__proto__[x]=1', 'a[]=1&a[]=2', '',
-    '&&&', '=', 'a=%ZZ', 'a=%00', 'x='.concat('y'.repeat(3000)),
+    'a=1',
+    'format=json',
+    'access_token=@@access.alice@@',
+    'token=@@refresh.alice@@',
+    'password=pw~QueryPass1234',
+    'secret=@@secret@@',
+    'company_role_id=30000000-0000-4000-8000-000000000002',
+    '__proto__[x]=1',
+    'a[]=1&a[]=2',
+    '',
+    '&&&',
+    '=',
+    'a=%ZZ',
+    'a=%00',
+    'x='.concat('y'.repeat(3000)),
   ),
   fc.webQueryParameters(),
 )
@@ -224,7 +393,12 @@ export const pathChange: fc.Arbitrary<PathChange> = fc.oneof(
   {
     weight: 3,
     arbitrary: fc.constantFrom<PathChange>(
-      { kind: 'double-slash' }, { kind: 'upper' }, { kind: 'extra' }, { kind: 'dots' }, { kind: 'dots-encoded' }, { kind: 'fragment' },
+      { kind: 'double-slash' },
+      { kind: 'upper' },
+      { kind: 'extra' },
+      { kind: 'dots' },
+      { kind: 'dots-encoded' },
+      { kind: 'fragment' },
     ),
   },
 )
@@ -232,16 +406,26 @@ export const pathChange: fc.Arbitrary<PathChange> = fc.oneof(
 /** Applies a path change; returns the URL and whether the route can still match it. */
 export function changePath(path: string, change: PathChange): { url: string; keeps: boolean | 'maybe' } {
   switch (change.kind) {
-    case 'none': return { url: path, keeps: true }
-    case 'slash': return { url: `${path}/`, keeps: true }
-    case 'query': return { url: `${path}?${change.query ?? ''}`, keeps: true }
-    case 'slash+query': return { url: `${path}/?${change.query ?? ''}`, keeps: true }
-    case 'double-slash': return { url: path.replace('/', '//').replace(/\/([^/]*)$/, '//$1'), keeps: false }
-    case 'upper': return { url: path.toUpperCase(), keeps: path === path.toUpperCase() }
-    case 'extra': return { url: `${path}/extra`, keeps: false }
-    case 'dots': return { url: path.replace(/\/([^/]+)$/, '/x/../$1'), keeps: 'maybe' }
-    case 'dots-encoded': return { url: path.replace(/\/([^/]+)$/, '/x/%2e%2e/$1'), keeps: 'maybe' }
-    case 'fragment': return { url: `${path}#frag`, keeps: 'maybe' }
+    case 'none':
+      return { url: path, keeps: true }
+    case 'slash':
+      return { url: `${path}/`, keeps: true }
+    case 'query':
+      return { url: `${path}?${change.query ?? ''}`, keeps: true }
+    case 'slash+query':
+      return { url: `${path}/?${change.query ?? ''}`, keeps: true }
+    case 'double-slash':
+      return { url: path.replace('/', '//').replace(/\/([^/]*)$/, '//$1'), keeps: false }
+    case 'upper':
+      return { url: path.toUpperCase(), keeps: path === path.toUpperCase() }
+    case 'extra':
+      return { url: `${path}/extra`, keeps: false }
+    case 'dots':
+      return { url: path.replace(/\/([^/]+)$/, '/x/../$1'), keeps: 'maybe' }
+    case 'dots-encoded':
+      return { url: path.replace(/\/([^/]+)$/, '/x/%2e%2e/$1'), keeps: 'maybe' }
+    case 'fragment':
+      return { url: `${path}#frag`, keeps: 'maybe' }
   }
 }
 
@@ -252,11 +436,22 @@ export const extraHeaders: fc.Arbitrary<Record<string, string>> = fc
   .array(
     fc.oneof(
       fc.constantFrom<[string, string]>(
-        ['x-request-id', 'gw-req-1'], ['x-request-id', 'bad id\n{"level":60}'], ['x-request-id', 'x'.repeat(300)],
-        ['accept', 'text/html'], ['accept', 'application/xml'], ['accept', '*/*;q=0'], ['accept-encoding', 'gzip, br'],
-        ['x-forwarded-for', '203.0.113.7, 10.0.0.1'], ['x-forwarded-for', 'not-an-ip'], ['content-encoding', 'gzip'],
-        ['content-encoding', 'identity'], ['accept-version', '2.0.0'], ['x-http-method-override', 'DELETE'],
-        ['cookie', 'session=@@access.bob@@'], ['origin', 'https://evil.example'], ['expect', '100-continue'],
+        ['x-request-id', 'gw-req-1'],
+        ['x-request-id', 'bad id\n{"level":60}'],
+        ['x-request-id', 'x'.repeat(300)],
+        ['accept', 'text/html'],
+        ['accept', 'application/xml'],
+        ['accept', '*/*;q=0'],
+        ['accept-encoding', 'gzip, br'],
+        ['x-forwarded-for', '203.0.113.7, 10.0.0.1'],
+        ['x-forwarded-for', 'not-an-ip'],
+        ['content-encoding', 'gzip'],
+        ['content-encoding', 'identity'],
+        ['accept-version', '2.0.0'],
+        ['x-http-method-override', 'DELETE'],
+        ['cookie', 'session=@@access.bob@@'],
+        ['origin', 'https://evil.example'],
+        ['expect', '100-continue'],
       ),
       fc.tuple(fc.constantFrom('x-custom', 'x-debug', 'if-none-match', 'range'), fc.string({ unit: 'grapheme-ascii', maxLength: 40 })),
     ),

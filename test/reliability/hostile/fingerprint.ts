@@ -13,9 +13,23 @@ export const VOLATILE_TABLES = new Set(['company_role_presence'])
 
 /** Every table of the data model; the fingerprint refuses to run on a schema that lacks one. */
 const EXPECTED_TABLES = [
-  'users', 'companies', 'company_roles', 'memberships', 'token_families', 'kyc_documents',
-  'document_solicitations', 'bank_accounts', 'customers', 'chat_conversations', 'titles', 'bids', 'operations',
-  'title_documents', 'signature_envelopes', 'signature_signers', 'webhook_deliveries',
+  'users',
+  'companies',
+  'company_roles',
+  'memberships',
+  'token_families',
+  'kyc_documents',
+  'document_solicitations',
+  'bank_accounts',
+  'customers',
+  'chat_conversations',
+  'titles',
+  'bids',
+  'operations',
+  'title_documents',
+  'signature_envelopes',
+  'signature_signers',
+  'webhook_deliveries',
 ]
 
 export type Fingerprint = Record<string, string>
@@ -34,8 +48,7 @@ export async function fingerprinter(db: Kysely<Database>): Promise<() => Promise
   const missing = EXPECTED_TABLES.filter((name) => !tables.includes(name))
   if (missing.length > 0) throw new Error(`fingerprint: tables not found in the current schema: ${missing.join(', ')}`)
   const columns: RawBuilder<unknown>[] = tables.map(
-    (name) =>
-      sql`(SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) FROM ${sql.table(name)} t) AS ${sql.ref(name)}`,
+    (name) => sql`(SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) FROM ${sql.table(name)} t) AS ${sql.ref(name)}`,
   )
   const query = sql<Fingerprint>`SELECT ${sql.join(columns)}`
   return async () => {

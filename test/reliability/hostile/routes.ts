@@ -46,8 +46,12 @@ const WEBHOOK_BODY_LIMIT = 1024 * 1024
 
 const roles = Object.values(DEMO.roles)
 const MEMBERSHIPS: [UserKey, string][] = [
-  ['alice', DEMO.roles.acmeSeller], ['bob', DEMO.roles.betaBuyer], ['carol', DEMO.roles.gammaSeller],
-  ['dave', DEMO.roles.deltaSeller], ['dave', DEMO.roles.deltaBuyer], ['erin', DEMO.roles.acmeSeller],
+  ['alice', DEMO.roles.acmeSeller],
+  ['bob', DEMO.roles.betaBuyer],
+  ['carol', DEMO.roles.gammaSeller],
+  ['dave', DEMO.roles.deltaSeller],
+  ['dave', DEMO.roles.deltaBuyer],
+  ['erin', DEMO.roles.acmeSeller],
 ]
 
 // ---------------------------------------------------------------- credentials
@@ -63,18 +67,39 @@ const mutatedToken = (name: string) =>
   fc.tuple(fc.constantFrom(...TOKEN_MUTATIONS), fc.nat(400)).map(([mutation, n]) => `@@${name}~${mutation}:${n}@@`)
 
 /** The user's access token, in every spelling the service must take. */
-const validSchemes = (user: UserKey): string[] =>
-  [`Bearer @@access.${user}@@`, `bearer @@access.${user}@@`, `BEARER @@access.${user}@@`, `  Bearer \t@@access.${user}@@  `]
+const validSchemes = (user: UserKey): string[] => [
+  `Bearer @@access.${user}@@`,
+  `bearer @@access.${user}@@`,
+  `BEARER @@access.${user}@@`,
+  `  Bearer \t@@access.${user}@@  `,
+]
 
 const validBearer = (user: UserKey) => fc.constantFrom(...validSchemes(user))
 
 const invalidAuthorization: fc.Arbitrary<string | undefined> = fc.oneof(
   fc.constantFrom(
-    undefined, '', ' ', 'Bearer', 'Bearer ', 'Basic dXNlcjpEZW1vIzIwMjYh', 'Token @@access.alice@@', '@@access.alice@@',
-    'Bearer @@refresh.alice@@', 'Bearer @@access.bob@@ extra', 'Bearer @@access.bob@@,Bearer @@access.alice@@', 'Bearer null',
-    'Bearer undefined', 'Bearer eyJhbGciOiJub25lIn0.eyJ1c2VyX2lkIjoiMSJ9.', 'Bearer a.b.c', 'Bearer ...', 'Negotiate abc',
+    undefined,
+    '',
+    ' ',
+    'Bearer',
+    'Bearer ',
+    'Basic dXNlcjpEZW1vIzIwMjYh',
+    'Token @@access.alice@@',
+    '@@access.alice@@',
+    'Bearer @@refresh.alice@@',
+    'Bearer @@access.bob@@ extra',
+    'Bearer @@access.bob@@,Bearer @@access.alice@@',
+    'Bearer null',
+    'Bearer undefined',
+    'Bearer eyJhbGciOiJub25lIn0.eyJ1c2VyX2lkIjoiMSJ9.',
+    'Bearer a.b.c',
+    'Bearer ...',
+    'Negotiate abc',
   ),
-  fc.constantFrom(...USER_KEYS).chain((user) => mutatedToken(`access.${user}`)).map((token) => `Bearer ${token}`),
+  fc
+    .constantFrom(...USER_KEYS)
+    .chain((user) => mutatedToken(`access.${user}`))
+    .map((token) => `Bearer ${token}`),
   fc.string({ unit: 'grapheme-ascii', maxLength: 60 }).map((text) => `Bearer ${text}`),
   fc.string({ unit: 'grapheme-ascii', maxLength: 60 }),
   fc.constantFrom(1000, 9000).map((length) => `Bearer eyJ${'A'.repeat(length)}`),
@@ -157,7 +182,10 @@ function assemble(shape: RouteShape, parts: Parts): FuzzRequest {
     headers,
     ...(parts.payload === undefined ? {} : { payload: parts.payload }),
     mayPass:
-      methodFits && keeps !== false && parts.auth.valid && parts.routeHeaders.valid &&
+      methodFits &&
+      keeps !== false &&
+      parts.auth.valid &&
+      parts.routeHeaders.valid &&
       Object.values(parts.segments).every((segment) => segment.valid),
     // A `.` or `..` segment is resolved away by the URL parser: the path then names another route.
     matches: methodFits && keeps === true && !Object.values(parts.segments).some((segment) => isDotSegment(segment.raw)),
@@ -213,14 +241,27 @@ function companyRoleRequests(shape: RouteShape): fc.Arbitrary<FuzzRequest> {
 
 // ---------------------------------------------------------------- field values
 
-const passwordUnit = fc.oneof(fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 1 }), hostileText.filter((text) => text.length === 1))
+const passwordUnit = fc.oneof(
+  fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 1 }),
+  hostileText.filter((text) => text.length === 1),
+)
 const generatedPassword = fc.string({ unit: passwordUnit, minLength: 5, maxLength: 40 }).map((text) => `${PASSWORD_MARK}${text}`)
 
 const credentials = shapedBody({
   email: fc.constantFrom(
-    'alice@acme.example', ' Alice@ACME.example ', 'bob@beta.example', 'frank@acme.example', 'maria@legacy.example',
-    'lucas@legacy.example', 'nobody@nowhere.example', 'a@b.co', `${'x'.repeat(245)}@a.io`, 'alice@acme.example\u0000',
-    'álice@acme.example', 'alice@acme.example ', 'ALICE@ACME.EXAMPLE',
+    'alice@acme.example',
+    ' Alice@ACME.example ',
+    'bob@beta.example',
+    'frank@acme.example',
+    'maria@legacy.example',
+    'lucas@legacy.example',
+    'nobody@nowhere.example',
+    'a@b.co',
+    `${'x'.repeat(245)}@a.io`,
+    'alice@acme.example\u0000',
+    'álice@acme.example',
+    'alice@acme.example ',
+    'ALICE@ACME.EXAMPLE',
   ),
   password: fc.oneof({ weight: 2, arbitrary: fc.constant(DEMO_PASSWORD) }, { weight: 3, arbitrary: generatedPassword }),
 })
@@ -235,8 +276,14 @@ const refreshBody = shapedBody({
 })
 
 const KYC = [
-  'articles_of_association', 'cnpj_card', 'partners_identification', 'proof_of_address', 'balance_sheet',
-  'income_statement', 'revenue_statement', 'debt_clearance_certificate',
+  'articles_of_association',
+  'cnpj_card',
+  'partners_identification',
+  'proof_of_address',
+  'balance_sheet',
+  'income_statement',
+  'revenue_statement',
+  'debt_clearance_certificate',
 ]
 
 const dayOffset = (days: number): string => new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10)
@@ -262,8 +309,18 @@ const solicitationBody = objectBody({
     {
       weight: 2,
       arbitrary: fc.constantFrom(
-        '2026-02-30', '2028-02-29', '0000-01-01', '9999-12-31', '+002030-01-01', '2030-1-1', '2030-01-01T00:00:00Z',
-        'tomorrow', '', '2030-13-01', '20300101', '2030-01-01\u0000',
+        '2026-02-30',
+        '2028-02-29',
+        '0000-01-01',
+        '9999-12-31',
+        '+002030-01-01',
+        '2030-1-1',
+        '2030-01-01T00:00:00Z',
+        'tomorrow',
+        '',
+        '2030-13-01',
+        '20300101',
+        '2030-01-01\u0000',
       ),
     },
     { weight: 1, arbitrary: anyText },
@@ -282,10 +339,27 @@ const confirmationBody = objectBody({
 })
 
 const VALID_TAX_IDS = [
-  '52998224725', '529.982.247-25', '11144477735', '12345678909', '11222333000181', '11.222.333/0001-81', '45678912000155',
-  '12ABC34501DE35', '12.ABC.345/01DE-35', '12abc34501de35', ' 52998224725 ',
+  '52998224725',
+  '529.982.247-25',
+  '11144477735',
+  '12345678909',
+  '11222333000181',
+  '11.222.333/0001-81',
+  '45678912000155',
+  '12ABC34501DE35',
+  '12.ABC.345/01DE-35',
+  '12abc34501de35',
+  ' 52998224725 ',
 ]
-const INVALID_TAX_IDS = ['00000000000', '11111111111', '12345678900', '1122233300018', '１１２２２３３３０００１８１', '112223330001810', '52998224725\u0000']
+const INVALID_TAX_IDS = [
+  '00000000000',
+  '11111111111',
+  '12345678900',
+  '1122233300018',
+  '１１２２２３３３０００１８１',
+  '112223330001810',
+  '52998224725\u0000',
+]
 
 const customerName = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom('Cliente Exemplo Ltda', 'José da Silva', '  Padded  ', 'A'.repeat(200), 'Ação & Cia. 😀', 'عميل') },
@@ -311,21 +385,40 @@ const customerBody = fc.oneof(
 const EVENT_NAMES = ['sign', 'refusal', 'close', 'auto_close', 'document_closed', 'cancel', 'deadline', 'viewed']
 
 const timestamp = fc.oneof(
-  { weight: 8, arbitrary: fc.date({ min: new Date('1970-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((date) => date.toISOString()) },
+  {
+    weight: 8,
+    arbitrary: fc.date({ min: new Date('1970-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((date) => date.toISOString()),
+  },
   {
     weight: 2,
     arbitrary: fc.constantFrom(
-      '2016-12-31T23:59:60Z', '2026-06-30T23:59:60.5Z', '2026-01-01T00:59:60+01:00', '2026-01-01T10:00:00+14:00',
-      '2026-01-01t10:00:00z', '2026-01-01 10:00:00Z', '0000-01-01T00:00:00Z', '9999-12-31T23:59:59.999999999Z',
-      '2026-02-30T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T10:00:00', '2026-01-01', '1e12', 'yesterday',
-      '2026-01-01T10:00:00.123456789012345678901234567890Z', '-000001-01-01T00:00:00Z', '2026-01-01T10:00:00-23:59',
+      '2016-12-31T23:59:60Z',
+      '2026-06-30T23:59:60.5Z',
+      '2026-01-01T00:59:60+01:00',
+      '2026-01-01T10:00:00+14:00',
+      '2026-01-01t10:00:00z',
+      '2026-01-01 10:00:00Z',
+      '0000-01-01T00:00:00Z',
+      '9999-12-31T23:59:59.999999999Z',
+      '2026-02-30T00:00:00Z',
+      '2026-01-01T24:00:00Z',
+      '2026-01-01T10:00:00',
+      '2026-01-01',
+      '1e12',
+      'yesterday',
+      '2026-01-01T10:00:00.123456789012345678901234567890Z',
+      '-000001-01-01T00:00:00Z',
+      '2026-01-01T10:00:00-23:59',
     ),
   },
   { weight: 1, arbitrary: anyText },
 )
 
 const eventData = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom('alice@acme.example', 'BOB@beta.example', 'nobody@x.example').map((email) => ({ signer: { email, name: 'Signer' } })) },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom('alice@acme.example', 'BOB@beta.example', 'nobody@x.example').map((email) => ({ signer: { email, name: 'Signer' } })),
+  },
   { weight: 1, arbitrary: fc.constantFrom('alice@acme.example', 'bob@beta.example').map((email) => ({ signer_email: email })) },
   { weight: 1, arbitrary: anyText.map((email) => ({ signer: { email } })) },
   // Replaced by nested arrays once serialised (see notification): too deep for JSON.stringify.
@@ -337,7 +430,12 @@ const eventData = fc.oneof(
 const notification = fc
   .record({
     event: fc.oneof(
-      { weight: 8, arbitrary: shapedBody({ name: fc.constantFrom(...EVENT_NAMES), occurred_at: timestamp, data: eventData }).map((text) => JSON.parse(text) as unknown) },
+      {
+        weight: 8,
+        arbitrary: shapedBody({ name: fc.constantFrom(...EVENT_NAMES), occurred_at: timestamp, data: eventData }).map(
+          (text) => JSON.parse(text) as unknown,
+        ),
+      },
       { weight: 1, arbitrary: wrongType },
       { weight: 1, arbitrary: fc.constant(ABSENT) },
     ),
@@ -371,10 +469,19 @@ const contentHmac: fc.Arbitrary<{ headers: Record<string, string>; valid: boolea
     weight: 3,
     arbitrary: fc
       .oneof(
-        fc.constantFrom(undefined, '@@hmac.wrong@@', 'sha256=', 'sha256=zz', `sha256=${'0'.repeat(64)}`, `SHA256=${'a'.repeat(64)}`, `md5=${'a'.repeat(32)}`, 'sha256=@@secret@@'),
+        fc.constantFrom(
+          undefined,
+          '@@hmac.wrong@@',
+          'sha256=',
+          'sha256=zz',
+          `sha256=${'0'.repeat(64)}`,
+          `SHA256=${'a'.repeat(64)}`,
+          `md5=${'a'.repeat(32)}`,
+          'sha256=@@secret@@',
+        ),
         fc.string({ unit: 'grapheme-ascii', maxLength: 80 }),
       )
-      .map((value) => ({ headers: value === undefined ? {} : { 'content-hmac': value } as Record<string, string>, valid: false })),
+      .map((value) => ({ headers: value === undefined ? {} : ({ 'content-hmac': value } as Record<string, string>), valid: false })),
   },
 )
 
@@ -386,7 +493,11 @@ const uuidOf = (ids: Record<string, string>) => uuidSegment(Object.values(ids))
 export const authRequests = fc.oneof(
   requestsFor({ label: 'route 1', method: 'POST', template: '/api/auth/v1/token', segments: {}, body: credentials }, () => anyAuth, everyUser),
   requestsFor({ label: 'route 2', method: 'POST', template: '/api/auth/v1/login', segments: {}, body: credentials }, () => anyAuth, everyUser),
-  requestsFor({ label: 'route 3', method: 'POST', template: '/api/auth/v1/token/refresh', segments: {}, body: refreshBody }, () => anyAuth, everyUser),
+  requestsFor(
+    { label: 'route 3', method: 'POST', template: '/api/auth/v1/token/refresh', segments: {}, body: refreshBody },
+    () => anyAuth,
+    everyUser,
+  ),
   requestsFor({ label: 'route 4', method: 'GET', template: '/api/company/v1/get-user-companies', segments: {} }, bearerAuth, everyUser),
 )
 
@@ -428,10 +539,7 @@ const TUNED_COMPANY_SHAPES: RouteShape[] = [
 ]
 
 /** Operations with arbitraries of their own elsewhere in this file (routes 4 and 9). */
-const TUNED_ELSEWHERE = new Set([
-  'GET /api/company/v1/get-user-companies',
-  'GET /api/v1/marketplace/{company_role_id}/title/{title_id}/documents',
-])
+const TUNED_ELSEWHERE = new Set(['GET /api/company/v1/get-user-companies', 'GET /api/v1/marketplace/{company_role_id}/title/{title_id}/documents'])
 
 const EVERY_DEMO_ID = Object.values(DEMO).flatMap((ids) => Object.values(ids))
 
@@ -457,7 +565,9 @@ function declaredShape(route: DeclaredRoute): RouteShape {
       : {
           body: fc.oneof(
             fc.constant(JSON.stringify(body)),
-            objectBody(Object.fromEntries(Object.keys(body as object).map((name) => [name, field(fc.constant((body as Record<string, unknown>)[name]))]))),
+            objectBody(
+              Object.fromEntries(Object.keys(body as object).map((name) => [name, field(fc.constant((body as Record<string, unknown>)[name]))])),
+            ),
           ),
         }),
   }
@@ -495,13 +605,19 @@ export const otherRequests = fc.oneof(
         uidb64: fc.oneof(
           { weight: 4, arbitrary: fc.constant({ raw: '@@link.uid@@', valid: true }) },
           // maria's legacy id and her UUID name her as well as the link's own uidb64 does.
-          { weight: 1, arbitrary: fc.constantFrom('1042', DEMO.users.maria).map((uid) => ({ raw: Buffer.from(uid).toString('base64url'), valid: true })) },
+          {
+            weight: 1,
+            arbitrary: fc.constantFrom('1042', DEMO.users.maria).map((uid) => ({ raw: Buffer.from(uid).toString('base64url'), valid: true })),
+          },
           {
             weight: 2,
             arbitrary: fc
               .oneof(
                 fc.constantFrom('1043', '99999999999999999999', '-1', '0', '1e3', '2147483648', 'urn:uuid:10000000-0000-4000-8000-000000000007'),
-                fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).filter((id) => id !== 1042n).map(String),
+                fc
+                  .bigInt({ min: -(2n ** 70n), max: 2n ** 70n })
+                  .filter((id) => id !== 1042n)
+                  .map(String),
                 hostileText,
               )
               .map((text) => ({ raw: Buffer.from(text).toString('base64url'), valid: false })),
@@ -511,7 +627,12 @@ export const otherRequests = fc.oneof(
         token: fc.oneof(
           { weight: 4, arbitrary: fc.constant({ raw: '@@link.token@@', valid: true }) },
           { weight: 1, arbitrary: mutatedToken('link.token').map((raw) => ({ raw, valid: false })) },
-          { weight: 1, arbitrary: fc.constantFrom('zzzzzzzzzzzzzz-abc', '0-0', '-', 'abc', `1-${'f'.repeat(64)}`, 'ZZZ-abc').map((raw) => ({ raw, valid: false })) },
+          {
+            weight: 1,
+            arbitrary: fc
+              .constantFrom('zzzzzzzzzzzzzz-abc', '0-0', '-', 'abc', `1-${'f'.repeat(64)}`, 'ZZZ-abc')
+              .map((raw) => ({ raw, valid: false })),
+          },
           { weight: 1, arbitrary: hostileSegment.map((raw) => ({ raw, valid: false })) },
         ),
       },
@@ -531,7 +652,14 @@ export const otherRequests = fc.oneof(
           {
             weight: 2,
             arbitrary: fc
-              .constantFrom('demo-esign-secret', 'fuzz-webhook-secret-93c1e7a4b2', '@@secret@@x', 'Fuzz-Webhook-Secret', '@@secret@@%00', '%40%40secret%40%40')
+              .constantFrom(
+                'demo-esign-secret',
+                'fuzz-webhook-secret-93c1e7a4b2',
+                '@@secret@@x',
+                'Fuzz-Webhook-Secret',
+                '@@secret@@%00',
+                '%40%40secret%40%40',
+              )
               .map((raw) => ({ raw, valid: false })),
           },
           { weight: 1, arbitrary: hostileSegment.map((raw) => ({ raw, valid: false })) },
@@ -564,13 +692,38 @@ const PLATFORM: [string, string | undefined][] = [
 ]
 
 const UNKNOWN_PATHS = [
-  '/', '/api', '/api/', '/api/auth', '/api/auth/v1/tokens', '/api/auth/v2/token', '/api/company/v2/get-user-companies',
-  '/webhook/esign', '/webhook/esign/', '/webhook/esign/@@secret@@/extra', '/Webhook/esign/@@secret@@/',
-  '//webhook/esign/@@secret@@/', '/webhook//esign/@@secret@@/', '/webhook/esign//@@secret@@/', '/webhook/ESIGN/@@secret@@/',
-  '/webhook/esign/x/@@secret@@', '/favicon.ico', '/.env', '/.git/config', '/api/../etc/passwd', '/%00', '/%ZZ', '/%',
-  '/api/company/v1/%ZZ/customers/%ZZ', '/api/registration/v1/confirm-migration-account/@@link.uid@@',
-  '/api/registration/v1/confirm-migration-account//@@link.token@@', '/health', '/health/', '/docs/nothing',
-  `/${'a'.repeat(5000)}`, `/api/company/v1/${'b'.repeat(2000)}/customers/${'c'.repeat(2000)}`, '/webhook/esign/@@secret@@%ZZ/',
+  '/',
+  '/api',
+  '/api/',
+  '/api/auth',
+  '/api/auth/v1/tokens',
+  '/api/auth/v2/token',
+  '/api/company/v2/get-user-companies',
+  '/webhook/esign',
+  '/webhook/esign/',
+  '/webhook/esign/@@secret@@/extra',
+  '/Webhook/esign/@@secret@@/',
+  '//webhook/esign/@@secret@@/',
+  '/webhook//esign/@@secret@@/',
+  '/webhook/esign//@@secret@@/',
+  '/webhook/ESIGN/@@secret@@/',
+  '/webhook/esign/x/@@secret@@',
+  '/favicon.ico',
+  '/.env',
+  '/.git/config',
+  '/api/../etc/passwd',
+  '/%00',
+  '/%ZZ',
+  '/%',
+  '/api/company/v1/%ZZ/customers/%ZZ',
+  '/api/registration/v1/confirm-migration-account/@@link.uid@@',
+  '/api/registration/v1/confirm-migration-account//@@link.token@@',
+  '/health',
+  '/health/',
+  '/docs/nothing',
+  `/${'a'.repeat(5000)}`,
+  `/api/company/v1/${'b'.repeat(2000)}/customers/${'c'.repeat(2000)}`,
+  '/webhook/esign/@@secret@@%ZZ/',
   '/api/v1/marketplace/@@access.alice@@/title/x/documents',
 ]
 

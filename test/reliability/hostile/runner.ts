@@ -4,8 +4,7 @@ import { changedTables, type Fingerprint } from './fingerprint.js'
 import type { FuzzRequest } from './routes.js'
 import { FuzzSession, OLD_WEBHOOK_SECRET, WEBHOOK_HMAC_KEY, WEBHOOK_SECRET, type Resolved } from './session.js'
 
-const describeRequest = (request: FuzzRequest): string =>
-  `${request.method} ${request.url.slice(0, 160)}${request.url.length > 160 ? '…' : ''}`
+const describeRequest = (request: FuzzRequest): string => `${request.method} ${request.url.slice(0, 160)}${request.url.length > 160 ? '…' : ''}`
 
 /**
  * Sends generated requests one after another and checks each answer against the contract, and
@@ -69,9 +68,7 @@ export class FuzzRunner {
     if (request.mayPass || resolved.replaysSpentRefresh) await this.checkpoint()
     const response = await this.app.inject(injectOptions(request, resolved))
     this.count(request.label, response.statusCode)
-    const violation = contractViolation(request, response, this.documented, [
-      WEBHOOK_SECRET, OLD_WEBHOOK_SECRET, WEBHOOK_HMAC_KEY,
-    ])
+    const violation = contractViolation(request, response, this.documented, [WEBHOOK_SECRET, OLD_WEBHOOK_SECRET, WEBHOOK_HMAC_KEY])
     if (violation) {
       const requestId = String(response.headers['x-request-id'])
       const errors = this.logLines.filter((line) => line.includes(requestId) && /"level":(50|60)/.test(line))

@@ -4,7 +4,13 @@ import { DEMO_PASSWORD, obtainTokens, type Tokens } from '../../helpers/app.js'
 import { forgeHs256 } from '../../helpers/jwt.js'
 import { linkFor } from '../../registration/links.js'
 
-export const USERS = { alice: 'alice@acme.example', bob: 'bob@beta.example', carol: 'carol@gamma.example', dave: 'dave@delta.example', erin: 'erin@acme.example' } as const
+export const USERS = {
+  alice: 'alice@acme.example',
+  bob: 'bob@beta.example',
+  carol: 'carol@gamma.example',
+  dave: 'dave@delta.example',
+  erin: 'erin@acme.example',
+} as const
 export type UserKey = keyof typeof USERS
 export const USER_KEYS = Object.keys(USERS) as UserKey[]
 
@@ -59,22 +65,29 @@ function applyMutation(token: string, mutation: string, n: number): string {
   // The confirmation link's token is no JWT: the JWT-specific mutations become a flipped character.
   if (!claims && ['none', 'resign', 'payload'].includes(mutation)) return applyMutation(token, 'flip', n)
   switch (mutation) {
-    case 'cut': return token.slice(0, 1 + (n % (token.length - 1)))
+    case 'cut':
+      return token.slice(0, 1 + (n % (token.length - 1)))
     case 'flip': {
       const index = n % token.length
       const replacement = token[index] === 'A' ? 'B' : 'A'
       return `${token.slice(0, index)}${replacement}${token.slice(index + 1)}`
     }
-    case 'nosig': return `${header}.${payload}.`
-    case 'none': return `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${payload}.`
-    case 'resign': return forgeHs256(claims ?? {}, 'another-key-another-key-another-key!')
+    case 'nosig':
+      return `${header}.${payload}.`
+    case 'none':
+      return `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${payload}.`
+    case 'resign':
+      return forgeHs256(claims ?? {}, 'another-key-another-key-another-key!')
     case 'payload': {
       const tampered = { ...claims, user_id: '10000000-0000-4000-8000-000000000002', exp: Number(claims?.exp) + 86_400 }
       return `${header}.${Buffer.from(JSON.stringify(tampered)).toString('base64url')}.${signature}`
     }
-    case 'double': return `${token}.${token}`
-    case 'lower': return token.toLowerCase()
-    default: throw new Error(`unknown token mutation ${mutation}`)
+    case 'double':
+      return `${token}.${token}`
+    case 'lower':
+      return token.toLowerCase()
+    default:
+      throw new Error(`unknown token mutation ${mutation}`)
   }
 }
 
@@ -163,7 +176,8 @@ export class FuzzSession {
   resolve(request: { url: string; headers: Record<string, string>; payload?: string | Buffer | undefined }): Resolved {
     const spent = this.rotation.spent.length > 0
     const mentions = (name: string) =>
-      request.url.includes(name) || Object.values(request.headers).some((value) => value.includes(name)) ||
+      request.url.includes(name) ||
+      Object.values(request.headers).some((value) => value.includes(name)) ||
       (typeof request.payload === 'string' && request.payload.includes(name))
     const url = this.substitute(request.url)
     const payload = typeof request.payload === 'string' ? this.substitute(request.payload) : request.payload
@@ -183,13 +197,18 @@ export class FuzzSession {
   }
 
   private hmac(payload: string | Buffer | undefined, wrong: boolean): string {
-    const digest = createHmac('sha256', WEBHOOK_HMAC_KEY).update(payload ?? '').update(wrong ? ' ' : '').digest('hex')
+    const digest = createHmac('sha256', WEBHOOK_HMAC_KEY)
+      .update(payload ?? '')
+      .update(wrong ? ' ' : '')
+      .digest('hex')
     return `sha256=${digest}`
   }
 
   private record(url: string, headers: Record<string, string>, payload: string | Buffer | undefined): void {
     this.secrets.add(headers.authorization, 16)
-    for (const match of `${url} ${Object.values(headers).join(' ')} ${typeof payload === 'string' ? payload : ''}`.matchAll(/eyJ[A-Za-z0-9_.-]{20,}/g)) {
+    for (const match of `${url} ${Object.values(headers).join(' ')} ${typeof payload === 'string' ? payload : ''}`.matchAll(
+      /eyJ[A-Za-z0-9_.-]{20,}/g,
+    )) {
       this.secrets.add(match[0])
     }
     if (typeof payload === 'string') this.secrets.addPasswords(payload)

@@ -26,7 +26,13 @@ export async function describeHostileInput(extraRoutes?: FastifyPluginAsync, gro
   // One address sends thousands of failed logins: the per-address login limit would soon refuse the
   // fuzzer's own sessions. No refresh grace: the model takes every spent refresh token for a replay.
   const ctx = useTestApp(
-    { LOG_LEVEL: 'trace', LOGIN_FAILURES_PER_ADDRESS: '999999', REFRESH_REUSE_GRACE: '0', ESIGN_WEBHOOK_SECRETS: `${WEBHOOK_SECRET},${OLD_WEBHOOK_SECRET}`, ESIGN_WEBHOOK_HMAC_KEY: WEBHOOK_HMAC_KEY },
+    {
+      LOG_LEVEL: 'trace',
+      LOGIN_FAILURES_PER_ADDRESS: '999999',
+      REFRESH_REUSE_GRACE: '0',
+      ESIGN_WEBHOOK_SECRETS: `${WEBHOOK_SECRET},${OLD_WEBHOOK_SECRET}`,
+      ESIGN_WEBHOOK_HMAC_KEY: WEBHOOK_HMAC_KEY,
+    },
     { logDestination, extraRoutes },
   )
 
@@ -83,28 +89,44 @@ export async function describeHostileInput(extraRoutes?: FastifyPluginAsync, gro
     const only = (name: HostileGroup) => !groups || groups.includes(name)
     const itIn = (name: HostileGroup) => (only(name) ? it : it.skip)
     const company = companyRequestsOf(routes)
-    itIn('auth')('routes 1–4: tokens, login, refresh and companies hold', async () => {
-      const runner = await fuzz(authRequests, 130)
-      expectCoverage(runner, ['route 1', 'route 2', 'route 3', 'route 4'], 60)
-      expectNoSecretsLogged(runner, runner.session.secrets)
-    }, 120_000)
+    itIn('auth')(
+      'routes 1–4: tokens, login, refresh and companies hold',
+      async () => {
+        const runner = await fuzz(authRequests, 130)
+        expectCoverage(runner, ['route 1', 'route 2', 'route 3', 'route 4'], 60)
+        expectNoSecretsLogged(runner, runner.session.secrets)
+      },
+      120_000,
+    )
 
-    itIn('company')(`routes 5–8 and 11: company-role routes hold${company.labels.length > 5 ? `, and ${company.labels.slice(5).join(', ')}` : ''}`, async () => {
-      const runner = await fuzz(company.requests, 250 + 50 * (company.labels.length - 5))
-      expectCoverage(runner, company.labels, 60)
-      expectNoSecretsLogged(runner, runner.session.secrets)
-    }, 120_000)
+    itIn('company')(
+      `routes 5–8 and 11: company-role routes hold${company.labels.length > 5 ? `, and ${company.labels.slice(5).join(', ')}` : ''}`,
+      async () => {
+        const runner = await fuzz(company.requests, 250 + 50 * (company.labels.length - 5))
+        expectCoverage(runner, company.labels, 60)
+        expectNoSecretsLogged(runner, runner.session.secrets)
+      },
+      120_000,
+    )
 
-    itIn('other')('routes 9, 10 and 12: marketplace, registration and the webhook hold', async () => {
-      const runner = await fuzz(otherRequests, 170)
-      expectCoverage(runner, ['route 9', 'route 10', 'route 12'], 60)
-      expectNoSecretsLogged(runner, runner.session.secrets)
-    }, 120_000)
+    itIn('other')(
+      'routes 9, 10 and 12: marketplace, registration and the webhook hold',
+      async () => {
+        const runner = await fuzz(otherRequests, 170)
+        expectCoverage(runner, ['route 9', 'route 10', 'route 12'], 60)
+        expectNoSecretsLogged(runner, runner.session.secrets)
+      },
+      120_000,
+    )
 
-    itIn('platform')('health, docs, JWKS and unknown paths hold', async () => {
-      const runner = await fuzz(platformRequests, 100)
-      expect(runner.sent).toBeGreaterThan(150)
-      expectNoSecretsLogged(runner, runner.session.secrets)
-    }, 120_000)
+    itIn('platform')(
+      'health, docs, JWKS and unknown paths hold',
+      async () => {
+        const runner = await fuzz(platformRequests, 100)
+        expect(runner.sent).toBeGreaterThan(150)
+        expectNoSecretsLogged(runner, runner.session.secrets)
+      },
+      120_000,
+    )
   })
 }
