@@ -4,6 +4,7 @@ import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
 import { createPostgresDatabase, type DatabaseHandle } from '../../src/db/database.js'
 import { databaseUrl } from '../helpers/database-url.js'
 import { resetDatabase, testDatabase, workerSchema } from '../helpers/database.js'
+import { unavailableCount } from '../helpers/metrics.js'
 import { recordConformance } from '../helpers/openapi-conformance.js'
 import { CuttableProxy } from '../helpers/tcp-proxy.js'
 import { bearer, DEMO_PASSWORD, obtainTokens, testConfig } from '../helpers/app.js'
@@ -57,6 +58,10 @@ describe.skipIf(!serverUrl)('when the database goes away under traffic', () => {
       expect(response.headers['retry-after']).toBe('5')
       expect(response.json().code).toBe('service_unavailable')
     }
+    // Each 503 counted once, under its cause (the DatabaseUnavailable alert reads it).
+    const unavailable = statuses.filter((status) => status === 503).length + down.length
+    expect(await unavailableCount(app, 'database')).toBe(unavailable)
+    expect(await unavailableCount(app, 'hash_queue_full')).toBe(0)
     expect((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode).toBe(503)
     expect((await app.inject({ method: 'GET', url: '/health/live' })).statusCode).toBe(200)
 
