@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify'
+import { afterEach, beforeEach } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
 import { createPostgresDatabase, type DatabaseHandle } from '../../src/db/database.js'
 import { testConfig } from './app.js'
-import { testDatabase, workerSchema } from './database.js'
+import { resetDatabase, testDatabase, workerSchema } from './database.js'
 import { recordConformance } from './openapi-conformance.js'
 
 export interface Instance {
@@ -33,4 +34,18 @@ export async function startInstance(env: Record<string, string> = {}, withCounte
       if (serverUrl) await handle.db.destroy()
     },
   }
+}
+
+/** Two instances of the service on the worker's database, started anew on the demo data before each test. */
+export function useTwoInstances(): { instances: Instance[] } {
+  const context: { instances: Instance[] } = { instances: [] }
+  beforeEach(async () => {
+    await testDatabase()
+    await resetDatabase()
+    context.instances = [await startInstance(), await startInstance()]
+  })
+  afterEach(async () => {
+    await Promise.all(context.instances.map((instance) => instance.close()))
+  })
+  return context
 }

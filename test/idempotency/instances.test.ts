@@ -1,23 +1,13 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { DEMO_PASSWORD, obtainTokens } from '../helpers/app.js'
-import { resetDatabase, testDatabase } from '../helpers/database.js'
-import { startInstance, type Instance } from '../helpers/instances.js'
+import { useTwoInstances } from '../helpers/instances.js'
 import { isReplay, newKey, openSolicitations, post, solicitationUrl } from './helpers.js'
 
 describe('Idempotency-Key across two instances of the service on one database', () => {
-  let instances: Instance[] = []
-
-  beforeEach(async () => {
-    await testDatabase()
-    await resetDatabase()
-    instances = [await startInstance(), await startInstance()]
-  })
-  afterEach(async () => {
-    await Promise.all(instances.map((instance) => instance.close()))
-  })
+  const two = useTwoInstances()
 
   it('runs 20 concurrent requests with one key, split between the instances, exactly once', async () => {
-    const [first, second] = instances.map((instance) => instance.app)
+    const [first, second] = two.instances.map((instance) => instance.app)
     const bob = (await obtainTokens(first!, 'bob@beta.example', DEMO_PASSWORD)).access
     const key = newKey()
     const responses = await Promise.all(Array.from({ length: 20 }, (_, n) => post(n % 2 ? second! : first!, solicitationUrl(), bob, {}, key)))

@@ -1,26 +1,16 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { resetDatabase, testDatabase } from '../helpers/database.js'
-import { startInstance, type Instance } from '../helpers/instances.js'
+import { beforeEach, describe, expect, it } from 'vitest'
+import { useTwoInstances, type Instance } from '../helpers/instances.js'
 import { useServerProcesses, type ServerProcess } from '../helpers/server-process.js'
 import { bearer, DEMO_PASSWORD, obtainTokens, problemOf } from '../helpers/app.js'
 
 describe('two instances of the service on one database', () => {
-  let instances: Instance[] = []
-
-  beforeEach(async () => {
-    await testDatabase()
-    await resetDatabase()
-    instances = [await startInstance(), await startInstance()]
-  })
-  afterEach(async () => {
-    await Promise.all(instances.map((instance) => instance.close()))
-  })
+  const two = useTwoInstances()
 
   const refresh = (instance: Instance | undefined, token: string) =>
     instance?.app.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh: token } })
 
   it('detects a refresh token replayed on the other instance and revokes the family on both', async () => {
-    const [first, second] = instances
+    const [first, second] = two.instances
     const tokens = await obtainTokens(first?.app as never, 'alice@acme.example', DEMO_PASSWORD)
     const rotated = await refresh(first, tokens.refresh)
     expect(rotated?.statusCode).toBe(200)
@@ -34,7 +24,7 @@ describe('two instances of the service on one database', () => {
   })
 
   it('spends a refresh token presented to two instances at once once: both get the one successor (a retry within the grace)', async () => {
-    const [first, second] = instances
+    const [first, second] = two.instances
     const tokens = await obtainTokens(first?.app as never, 'bob@beta.example', DEMO_PASSWORD)
     const responses = await Promise.all([refresh(first, tokens.refresh), refresh(second, tokens.refresh)])
     expect(responses.map((response) => response?.statusCode)).toEqual([200, 200])
