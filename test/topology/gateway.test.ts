@@ -44,7 +44,7 @@ const json = (answer: Answer) => JSON.parse(answer.body) as Record<string, unkno
 
 /**
  * A partner's retries (docs/retries.md, examples/client/retries.ts): a request that is safe to send
- * again (a POST with its Idempotency-Key, a refresh within the grace) is sent again after a lost
+ * again (a GET, a POST with its Idempotency-Key, a refresh within the grace) is sent again after a lost
  * answer or a 502/503/504, after Retry-After (at most 1 s here). `retries` counts them.
  */
 async function withRetries(send: () => Promise<Answer>, retries: { count: number }): Promise<Answer | Error> {
@@ -102,7 +102,8 @@ describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgB
       const auth = { authorization: `Bearer ${alice.access}` }
       const reader = async () => {
         while (running) {
-          const answer = await request(gateway, { path: '/api/company/v1/get-user-companies', headers: auth }).catch((error: Error) => error)
+          // A GET is always safe to send again.
+          const answer = await withRetries(() => request(gateway, { path: '/api/company/v1/get-user-companies', headers: auth }), retries)
           record('read', answer, 200)
         }
       }
