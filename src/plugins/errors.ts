@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { defaultCode, isProblem, problemBody, WWW_AUTHENTICATE } from '../lib/problem.js'
@@ -91,7 +92,7 @@ function handleError(this: FastifyInstance, error: FastifyError, request: Fastif
     reply.header('retry-after', '5')
     return sendProblem(reply, 503, 'service_unavailable', 'The service is temporarily unavailable; try again shortly.')
   }
-  if (error.code === 'FST_ERR_HANDLER_TIMEOUT' && !request.raw.complete) {
+  if (error.code === 'FST_ERR_HANDLER_TIMEOUT' && bodyStillArriving(request.raw)) {
     // The body is still arriving: the client is late, not the service (Node's REQUEST_TIMEOUT says the same).
     reply.header('connection', 'close')
     return sendProblem(reply, 408, 'request_timeout', 'The request was not received in time.')
@@ -119,6 +120,15 @@ function handleError(this: FastifyInstance, error: FastifyError, request: Fastif
 }
 
 /** The error and not-found handlers of docs/api.md §1: problem details, never internals. */
+/**
+ * A body was announced and has not arrived whole. `complete` alone says nothing of a request without
+ * a body: nobody reads its stream, so it stays false on a GET that the database held too long.
+ */
+function bodyStillArriving(raw: IncomingMessage): boolean {
+  const announced = raw.headers['transfer-encoding'] !== undefined || Number(raw.headers['content-length'] ?? 0) > 0
+  return announced && !raw.complete && !raw.readableEnded
+}
+
 export default fp(
   async function errorsPlugin(app: FastifyInstance) {
     app.decorateRequest('problemCode', null)

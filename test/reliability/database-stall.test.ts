@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/app.js'
@@ -96,5 +97,11 @@ describe.skipIf(!serverUrl)('when the database stalls under traffic', () => {
     expect(response.statusCode).toBe(503)
     expect(response.headers['retry-after']).toBe('5')
     expect(response.json()).toMatchObject({ code: 'service_unavailable', status: 503 })
+    // Over a real socket too: a GET has no body to wait for, so the service is the one late (503, not 408).
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = app.server.address() as AddressInfo
+    const overHttp = await fetch(`http://127.0.0.1:${port}/api/company/v1/get-user-companies`, { headers: bearer(access) })
+    expect(overHttp.status).toBe(503)
+    expect(overHttp.headers.get('retry-after')).toBe('5')
   })
 })
