@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { expect } from 'vitest'
 import { bearer, DEMO } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
 
@@ -34,4 +35,21 @@ export async function openSolicitations(sellerId: string = DEMO.roles.acmeSeller
 
 export async function keptKeys(): Promise<Array<{ scope: string; route: string; status: number | null }>> {
   return (await db()).selectFrom('idempotency_keys').select(['scope', 'route', 'status']).execute()
+}
+
+/** Each answer as `status[ replay][ code]`, for assertions that print the whole set. */
+export const statusesOf = (responses: LightMyRequestResponse[]): string[] =>
+  responses.map((response) => `${response.statusCode}${isReplay(response) ? ' replay' : ''} ${response.json<{ code?: string }>().code ?? ''}`.trim())
+
+/** Concurrent requests with one key: exactly one ran (201), every other replayed it or found it in use (409). */
+export function expectRanOnce(responses: LightMyRequestResponse[]): void {
+  const statuses = statusesOf(responses)
+  expect(
+    statuses.filter((status) => status === '201'),
+    statuses.join(', '),
+  ).toHaveLength(1)
+  expect(
+    statuses.every((status) => ['201', '201 replay', '409 idempotency_key_in_use'].includes(status)),
+    statuses.join(', '),
+  ).toBe(true)
 }
