@@ -170,19 +170,19 @@ function loadJwtSigningKeys(env: Environment, secret: string | undefined): JwtSi
     if (!env.JWT_PRIVATE_KEY || !env.JWT_PUBLIC_KEY) {
       throw new ConfigError('JWT_PRIVATE_KEY and JWT_PUBLIC_KEY go together')
     }
-    const privateKey = env.JWT_PRIVATE_KEY.replace(/\\n/g, '\n')
-    const publicKey = env.JWT_PUBLIC_KEY.replace(/\\n/g, '\n')
-    let keyType: string | undefined
+    const privateKey = pemOf(env.JWT_PRIVATE_KEY)
+    const publicKey = pemOf(env.JWT_PUBLIC_KEY)
+    let privateKeyObject: KeyObject
     let publicKeyObject: KeyObject
     try {
-      keyType = createPrivateKey(privateKey).asymmetricKeyType
+      privateKeyObject = createPrivateKey(privateKey)
       publicKeyObject = createPublicKey(publicKey)
     } catch {
       throw new ConfigError('JWT_PRIVATE_KEY / JWT_PUBLIC_KEY: not PEM keys')
     }
-    if (keyType === 'ed25519') return { algorithm: 'EdDSA', privateKey, publicKey, publicKeyObject }
-    if (keyType === 'rsa') return { algorithm: 'RS256', privateKey, publicKey, publicKeyObject }
-    throw new ConfigError(`JWT_PRIVATE_KEY: unsupported key type ${keyType ?? 'unknown'} (use Ed25519 or RSA)`)
+    const algorithm = algorithmOf(privateKeyObject)
+    if (algorithm) return { algorithm, privateKey, publicKey, publicKeyObject }
+    throw new ConfigError(`JWT_PRIVATE_KEY: unsupported key type ${privateKeyObject.asymmetricKeyType ?? 'unknown'} (use Ed25519 or RSA)`)
   }
   if (!secret) throw new ConfigError('JWT_SIGNING_KEY: required')
   return { algorithm: 'HS256', secret }
@@ -218,7 +218,7 @@ function secretProblems(env: Environment, names: readonly SecretName[]): string[
 function checkProduction(env: Environment, names: readonly SecretName[] = ALL_SECRETS, database = true): void {
   if (env.NODE_ENV !== 'production') return
   const problems: string[] = []
-  if (database && env.DATABASE_URL === undefined && env.ALLOW_DEMO_DATA !== 'true') {
+  if (database && env.DATABASE_URL === undefined && !demoDataAllowed(env)) {
     problems.push('DATABASE_URL: required in production (or ALLOW_DEMO_DATA=true to serve the embedded demo and its public logins)')
   }
   const secrets = secretProblems(env, names)
