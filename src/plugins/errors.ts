@@ -213,7 +213,8 @@ function handleError(this: FastifyInstance, error: FastifyError, request: Fastif
  */
 export function answerTimeout(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, error: Error): void {
   const answer = timeoutAnswer(request)
-  record(app, request, error, answer)
+  // An error answer held in a hook replaced by this one: still one answer, counted once.
+  record(app, request, error, answeringError.get(reply) === undefined ? answer : { ...answer, cause: undefined })
   writeAnswer(reply, answer)
 }
 

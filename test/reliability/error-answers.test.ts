@@ -145,6 +145,8 @@ describe('error answers when more than one thing fails (issue 32, item 3)', () =
       { method: 'POST', url: '/test/hangs', body: JSON.stringify({ name: 'x' }) },
       { method: 'POST', url: '/test/hangs-in-hook', body: JSON.stringify({ name: 'x' }) },
     ]
+    const counted = async () => ((await unavailableCount(app, 'database')) ?? 0) + ((await unavailableCount(app, 'handler_timeout')) ?? 0)
+    const before = await counted()
     for (const { method, url, body } of requests) {
       const started = Date.now()
       const response = await fetch(`http://127.0.0.1:${port}${url}`, {
@@ -161,6 +163,7 @@ describe('error answers when more than one thing fails (issue 32, item 3)', () =
       expect(JSON.parse(text)).toMatchObject({ status: 503, code: 'service_unavailable', type: 'urn:problem:service_unavailable' })
       expect(text).not.toMatch(INTERNALS)
     }
+    expect(await counted()).toBe(before + requests.length)
   })
 })
 
