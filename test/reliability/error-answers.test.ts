@@ -28,6 +28,7 @@ const Named = Type.Object({ name: Type.String() })
 const documented = { 200: jsonResponse('A name', Named, {}) }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const signalSeen: Array<{ abortedAtStart: boolean; reason: string | undefined }> = []
 
 /** Throwaway public routes, each failing its own way. */
 const failingRoutes: FastifyPluginAsync = async (app) => {
@@ -80,6 +81,17 @@ const failingRoutes: FastifyPluginAsync = async (app) => {
     schema: { response: { 200: Named, 500: Type.Object({ never: Type.String() }) } },
     handler: async () => ({}),
   })
+  // What request.signal told a handler: not aborted once its body was read, aborted at HANDLER_TIMEOUT.
+  app.post('/test/watches-signal', {
+    config: { public: true },
+    schema: { response: routeResponses(documented, []) },
+    handler: async (request) => {
+      const abortedAtStart = request.signal.aborted
+      await sleep(3_000)
+      signalSeen.push({ abortedAtStart, reason: (request.signal.reason as { code?: string } | undefined)?.code })
+      return { name: 'late' }
+    },
+  })
   // Held past HANDLER_TIMEOUT: in the handler, or while its error answer waits on a side write.
   route('/test/hangs', async () => sleep(3_000).then(() => ({ name: 'late' })))
   route(
@@ -99,11 +111,14 @@ function expectProblem(response: LightMyRequestResponse, status: number, code: s
 
 describe('error answers when more than one thing fails (issue 32, item 3)', () => {
   let app: FastifyInstance
+  let port: number
   const lines: Record<string, unknown>[] = []
 
   beforeAll(async () => {
     const logDestination = { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) }
     app = await buildTestApp({ HANDLER_TIMEOUT: '500ms', LOG_LEVEL: 'info' }, { extraRoutes: failingRoutes, logDestination })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    port = (app.server.address() as AddressInfo).port
   })
   afterAll(async () => {
     await app.close()
@@ -138,8 +153,6 @@ describe('error answers when more than one thing fails (issue 32, item 3)', () =
   })
 
   it('answers a request held past HANDLER_TIMEOUT 503 in time, a POST with a body included, and one whose error answer waits on a hook', async () => {
-    await app.listen({ port: 0, host: '127.0.0.1' })
-    const { port } = app.server.address() as AddressInfo
     const requests = [
       { method: 'GET', url: '/test/hangs' },
       { method: 'POST', url: '/test/hangs', body: JSON.stringify({ name: 'x' }) },
@@ -164,6 +177,18 @@ describe('error answers when more than one thing fails (issue 32, item 3)', () =
       expect(text).not.toMatch(INTERNALS)
     }
     expect(await counted()).toBe(before + requests.length)
+  })
+
+  it('aborts request.signal at HANDLER_TIMEOUT with FST_ERR_HANDLER_TIMEOUT, not when a body has been read', async () => {
+    // Over a socket: Node ends a real request's stream ('close') once its body has been read.
+    const response = await fetch(`http://127.0.0.1:${port}/test/watches-signal`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'x' }),
+    })
+    expect([response.status, ((await response.json()) as { code?: string }).code]).toEqual([503, 'service_unavailable'])
+    for (const end = Date.now() + 5_000; signalSeen.length === 0 && Date.now() < end;) await sleep(50)
+    expect(signalSeen).toEqual([{ abortedAtStart: false, reason: 'FST_ERR_HANDLER_TIMEOUT' }])
   })
 })
 
