@@ -205,7 +205,7 @@ export const Problems = {
     status: 503,
     code: 'service_unavailable',
     detail: 'The service is temporarily unavailable; try again shortly.',
-    when: 'The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds',
+    when: 'The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`',
   },
 } as const satisfies Record<string, ProblemCase>
 

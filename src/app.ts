@@ -24,6 +24,7 @@ import docsPlugin from './plugins/docs.js'
 import drainingPlugin from './plugins/draining.js'
 import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
 import healthRoutes from './plugins/health.js'
+import requestDeadline from './plugins/request-deadline.js'
 import idempotencyPlugin from './idempotency/plugin.js'
 import jwksRoutes from './auth/jwks.js'
 import metricsPlugin from './plugins/metrics.js'
@@ -79,8 +80,6 @@ function serverOptions(config: Config, options: BuildOptions): FastifyServerOpti
     bodyLimit: 16 * 1024,
     ...httpTimeouts(config),
     clientErrorHandler: answerClientError,
-    // A handler still busy past this is answered 503 (src/plugins/errors.ts): never a hung request.
-    ...(config.handlerTimeoutMs > 0 ? { handlerTimeout: config.handlerTimeoutMs } : {}),
     // Path secrets (the webhook's) may be long; the default of 100 made a longer one unreachable.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
     frameworkErrors: handleFrameworkError,
@@ -133,8 +132,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(securityHeaders)
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
+  // HANDLER_TIMEOUT (src/plugins/request-deadline.ts): never a hung request, POSTs included.
+  await app.register(requestDeadline, { timeoutMs: config.handlerTimeoutMs })
   await app.register(drainingPlugin)
-  await app.register(databasePlugin, { db: database.db, owned: options.database === undefined, problems: database.problems })
+  await app.register(databasePlugin, { db: database.db, owned: options.database === undefined, problems: database.problems, probe: database.probe })
   await app.register(docsPlugin)
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)

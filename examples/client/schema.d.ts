@@ -401,7 +401,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
@@ -544,7 +544,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
@@ -748,7 +748,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
@@ -987,7 +987,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
@@ -1167,7 +1167,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
@@ -1275,7 +1275,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
@@ -1494,7 +1494,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
@@ -1817,7 +1817,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
@@ -1991,7 +1991,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
@@ -2168,7 +2168,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
@@ -2485,7 +2485,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
@@ -2690,7 +2690,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
@@ -2938,7 +2938,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
@@ -3175,7 +3175,7 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached, or this instance is shutting down; retry after `Retry-After` seconds
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {

@@ -22,6 +22,12 @@ export interface DatabaseHandle {
   problems?: readonly string[]
   /** PostgreSQL's connection pool, for its metrics (absent on the embedded database). */
   pool?: ObservedPool
+  /**
+   * Readiness: the database answers within the bound and takes writes; throws otherwise. On
+   * PostgreSQL a read-only answer also drops the pool's connections (src/db/pool.ts). Absent:
+   * src/db/pool.ts `probe` on `db`.
+   */
+  probe?: (timeoutMs: number) => Promise<void>
 }
 
 /** A pool whose counts can be read, and whose connection checkouts are timed once someone listens. */
@@ -47,7 +53,12 @@ export interface PostgresOptions {
   log?: KyselyConfig['log']
   /** Bound of the wait for a connection, connecting included (default 2 s). */
   connectTimeoutMs?: number
-  /** Client-side bound of each statement, also sent as statement_timeout where the server takes it (default: none sent, 10 min client-side). */
+  /**
+   * Client-side bound of each statement, also the server's statement_timeout: in the startup packet
+   * where the server takes it, and set by each transaction itself (`SET LOCAL`, with
+   * idle_in_transaction_session_timeout), which holds behind a pooler too. Default: none sent,
+   * 10 min client-side.
+   */
   statementTimeoutMs?: number
   /** Where configuration errors go (default: stderr, for the CLIs). */
   onConfigurationError?: (message: string) => void
@@ -121,6 +132,7 @@ export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle
     namedStatements: options.preparedStatements === true,
     // Without a configured bound (migrations, seeding) a long statement is legitimate.
     statementTimeoutMs: options.statementTimeoutMs ?? 600_000,
+    transactionTimeoutMs: options.statementTimeoutMs,
     onConfigurationError: options.onConfigurationError ?? ((message) => process.stderr.write(`configuration error: ${message}\n`)),
   })
   return {
@@ -129,6 +141,7 @@ export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle
     created: false,
     problems: pool.problems,
     pool,
+    probe: (timeoutMs) => pool.probe(timeoutMs),
   }
 }
 

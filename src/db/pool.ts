@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto'
 import { sql, type Kysely, type PostgresPool, type PostgresPoolClient } from 'kysely'
 import pg from 'pg'
-import { DatabaseConfigurationError, DatabaseTimeout } from './errors.js'
+import { DatabaseConfigurationError, DatabaseReadOnly, DatabaseTimeout, isDatabaseReadOnly } from './errors.js'
+import { currentWriteLedger, type WriteLedger } from './write-ledger.js'
 
 /** Statements worth naming: the application's DML, not DDL or session commands. */
 const PREPARABLE = /^\s*(select|insert|update|delete|with)\b/i
@@ -11,6 +12,26 @@ const PREPARABLE = /^\s*(select|insert|update|delete|with)\b/i
  * `IN` list of varying length) statements run unnamed, so that no connection's cache grows unbounded.
  */
 const MAX_NAMED_STATEMENTS = 500
+
+/** What Kysely's PostgresDriver sends to open, end and abandon a transaction. */
+const BEGIN = /^\s*(begin|start transaction)\b[^;]*$/i
+const COMMIT = /^\s*commit\s*$/i
+const ROLLBACK = /^\s*rollback\s*$/i
+/** Statements that change nothing outside a transaction (a CTE may hold a write: `WITH … INSERT`). */
+const READ = /^\s*(select|show|values|table|explain)\b/i
+const WRITE_IN_CTE = /\b(insert|update|delete|merge)\b/i
+
+/** Outside a transaction, whether `text` may commit a change when it runs. */
+function mayWrite(text: string): boolean {
+  if (READ.test(text)) return false
+  return !/^\s*with\b/i.test(text) || WRITE_IN_CTE.test(text)
+}
+
+/** An error the server answered while the connection lived on: the statement (or COMMIT) did nothing. */
+function refusedByServer(error: unknown): boolean {
+  if (!(error instanceof pg.DatabaseError)) return false
+  return typeof error.code === 'string' && error.severity === 'ERROR'
+}
 
 /** A pooler that keeps no session (PgBouncer in transaction mode) loses or mixes up named statements. */
 const LOST_PREPARED_STATEMENT = new Set(['26000', '42P05'])
@@ -32,6 +53,12 @@ export interface ServicePoolOptions {
   namedStatements: boolean
   /** Client-side bound of a statement; the connection is discarded when it passes. */
   statementTimeoutMs: number
+  /**
+   * Server-side bound of each statement and of each idle moment inside a transaction, set by the
+   * transaction itself (`SET LOCAL`, sent with its BEGIN): a pooler in transaction mode passes no
+   * startup setting on, and a role's may be missing. Undefined: transactions are opened as they come.
+   */
+  transactionTimeoutMs?: number | undefined
   onConfigurationError(message: string): void
 }
 
@@ -49,6 +76,10 @@ export interface ServicePoolOptions {
 export class ServicePool implements PostgresPool {
   private readonly names = new Map<string, string>()
   private pool: pg.Pool
+  /** Pools replaced (a read-only server, refused settings), closing as their connections come back. */
+  private readonly retiring = new Set<Promise<void>>()
+  /** `begin` as sent: with the transaction's own timeouts, in the same round trip. */
+  private readonly begin: string | undefined
   private settingsSent: boolean
   /** Whether the settings sent in the startup packet were checked on a first connection. */
   private sentSettingsChecked = false
@@ -73,6 +104,8 @@ export class ServicePool implements PostgresPool {
     this.settingsSent = options.settings.length > 0
     this.namedStatements = options.namedStatements
     this.pool = this.makePool()
+    const timeoutMs = options.transactionTimeoutMs
+    this.begin = timeoutMs ? `SET LOCAL statement_timeout = ${timeoutMs}; SET LOCAL idle_in_transaction_session_timeout = ${timeoutMs}` : undefined
   }
 
   private makePool(): pg.Pool {
@@ -98,8 +131,12 @@ export class ServicePool implements PostgresPool {
   }
 
   private async checkout(): Promise<PostgresPoolClient> {
+    // A request answered already (HANDLER_TIMEOUT) starts nothing more (src/db/write-ledger.ts).
+    const ledger = currentWriteLedger()
+    if (ledger?.abandoned) throw ledger.abandoned
     const pool = this.pool
     let client: pg.PoolClient
+    let source = pool
     try {
       client = await pool.connect()
     } catch (error) {
@@ -109,7 +146,8 @@ export class ServicePool implements PostgresPool {
       // The first to fail also checks and reports, before its query runs (readiness lists it at once).
       if (this.pool === pool) await this.dropSettings()
       try {
-        client = await this.pool.connect()
+        source = this.pool
+        client = await source.connect()
       } catch (retryError) {
         throw isRefusedStartupParameter(retryError) ? this.operatorOptionsRefused(retryError) : retryError
       }
@@ -127,19 +165,61 @@ export class ServicePool implements PostgresPool {
         throw error
       }
     }
-    return this.wrap(client)
+    return this.wrap(client, source, ledger)
   }
 
-  end(): Promise<void> {
-    return this.pool.end()
+  async end(): Promise<void> {
+    await Promise.all([this.pool.end(), ...this.retiring])
+  }
+
+  /** Connects with a new pool from now on; the old one closes its idle connections now, the others as they come back. */
+  private replacePool(): void {
+    const old = this.pool
+    this.pool = this.makePool()
+    const closing = old.end().catch(() => undefined)
+    this.retiring.add(closing)
+    void closing.then(() => this.retiring.delete(closing))
+  }
+
+  /**
+   * A server that refuses writes (a demoted primary, a standby behind the read-write address): every
+   * connection of the pool was opened to it, idle ones included, and each would fail its next write
+   * in turn. All are dropped at once, so that the next checkout connects anew and reaches whatever
+   * the address names now (the new primary). Only once per pool: `pool` is the one that saw it.
+   */
+  private discardConnections(pool: pg.Pool): void {
+    if (this.pool === pool) this.replacePool()
+  }
+
+  /**
+   * Readiness: the database answers within `timeoutMs` and takes writes. Whether it takes writes is
+   * asked in the same round trip (`pg_is_in_recovery()` and the session's `transaction_read_only`,
+   * which default_transaction_read_only sets); a read-only answer discards the pool's connections
+   * like a refused write does, so the next probe asks a new one.
+   */
+  async probe(timeoutMs: number): Promise<void> {
+    await bounded(
+      (async () => {
+        const pool = this.pool
+        const client = await this.connect()
+        try {
+          const { rows } = (await client.query(WRITABILITY_PROBE, [])) as { rows: Writability[] }
+          if (refusesWrites(rows[0])) {
+            this.discardConnections(pool)
+            throw new DatabaseReadOnly('the database refuses writes (read-only, or in recovery)')
+          }
+        } finally {
+          client.release()
+        }
+      })(),
+      timeoutMs,
+    )
   }
 
   /** Connects without the service's settings from now on, then tells whether they are in effect anyway. */
   private async dropSettings(): Promise<void> {
-    const refused = this.pool
     this.settingsSent = false
-    this.pool = this.makePool()
-    void refused.end().catch(() => undefined)
+    this.replacePool()
     await this.checkSettingsInEffect(undefined, 'refuses settings in the startup packet')
   }
 
@@ -200,16 +280,43 @@ export class ServicePool implements PostgresPool {
     this.options.onConfigurationError(message)
   }
 
-  private wrap(client: pg.PoolClient): PostgresPoolClient {
+  /**
+   * The connection as Kysely uses it: each statement timed, `begin` sent with the transaction's
+   * timeouts, and the request's ledger told what may have committed (src/db/write-ledger.ts).
+   */
+  private wrap(client: pg.PoolClient, pool: pg.Pool, ledger: WriteLedger | undefined): PostgresPoolClient {
     let broken: Error | undefined
+    /** Inside a transaction: how to leave the ledger's list of transactions it may close. */
+    let inTransaction: (() => void) | undefined
     const timeoutMs = this.options.statementTimeoutMs
+    // The request was answered without waiting: a transaction whose COMMIT is not sent never commits.
+    const close = (reason: Error) => {
+      broken ??= reason
+      void client.end().catch(() => undefined)
+    }
     const query = (textOrCursor: unknown, parameters?: ReadonlyArray<unknown>): Promise<unknown> => {
       if (broken) return Promise.reject(broken)
+      if (ledger?.abandoned) {
+        // Nothing more runs for an answered request; a transaction it left open is never handed on.
+        if (inTransaction) broken = ledger.abandoned
+        return Promise.reject(ledger.abandoned)
+      }
       // A cursor streams rows at the reader's pace: no timer (the service streams none today).
       if (typeof textOrCursor !== 'string') return client.query(textOrCursor as pg.Submittable) as unknown as Promise<unknown>
-      const name = this.nameOf(textOrCursor)
+      let text = textOrCursor
+      const begins = BEGIN.test(text)
+      const commits = inTransaction !== undefined && COMMIT.test(text)
+      const mayCommit = commits || (inTransaction === undefined && !begins && mayWrite(text))
+      if (begins && this.begin) text = `${text}; ${this.begin}` // no parameters: one simple-protocol round trip
+      if (begins) inTransaction = ledger?.transactionOpened(close) ?? (() => undefined)
+      if (commits || (inTransaction && ROLLBACK.test(text))) {
+        inTransaction?.()
+        inTransaction = undefined
+      }
+      if (mayCommit) ledger?.commitSent()
+      const name = this.nameOf(text)
       const values = parameters ? [...parameters] : []
-      const pending = name ? client.query({ name, text: textOrCursor, values }) : client.query(textOrCursor, values)
+      const pending = name ? client.query({ name, text, values }) : client.query(text, values)
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
           broken = new DatabaseTimeout(timeoutMs)
@@ -218,10 +325,16 @@ export class ServicePool implements PostgresPool {
         pending.then(
           (result) => {
             clearTimeout(timer)
-            resolve(result)
+            // BEGIN and its SET LOCALs answer one result each: Kysely reads BEGIN's.
+            resolve(Array.isArray(result) ? result[0] : result)
           },
           (error: unknown) => {
             clearTimeout(timer)
+            if (mayCommit && refusedByServer(error)) ledger?.commitRefused()
+            if (isDatabaseReadOnly(error)) {
+              broken ??= error as Error
+              this.discardConnections(pool)
+            }
             reject(name ? this.lostStatement(error) : error)
           },
         )
@@ -230,8 +343,12 @@ export class ServicePool implements PostgresPool {
     return {
       // One implementation for Kysely's two overloads (SQL text, or a cursor it streams with).
       query: query as unknown as PostgresPoolClient['query'],
-      // A connection whose statement timed out may still get that statement's answer: destroy it.
-      release: () => client.release(broken),
+      // A connection whose statement timed out may still get that statement's answer, one closed for
+      // an abandoned request is gone, and one on a read-only server is of no more use: destroy them.
+      release: () => {
+        inTransaction?.()
+        client.release(broken)
+      },
     }
   }
 
@@ -278,7 +395,18 @@ async function bounded<T>(pending: Promise<T>, timeoutMs: number): Promise<T> {
   }
 }
 
-/** `SELECT 1` bounded by `timeoutMs`, for the readiness probe. */
+/** Whether the server takes writes, asked in one statement (readiness). */
+const WRITABILITY_PROBE = "SELECT pg_is_in_recovery() AS in_recovery, current_setting('transaction_read_only') AS read_only"
+
+interface Writability {
+  in_recovery: boolean
+  read_only: string
+}
+
+const refusesWrites = (row: Writability | undefined): boolean => row !== undefined && (row.in_recovery || row.read_only === 'on')
+
+/** Readiness on any Kysely instance (the embedded database): answers within `timeoutMs`, and takes writes. */
 export async function probe<DB>(db: Kysely<DB>, timeoutMs: number): Promise<void> {
-  await bounded(sql`SELECT 1`.execute(db), timeoutMs)
+  const { rows } = await bounded(sql.raw<Writability>(WRITABILITY_PROBE).execute(db), timeoutMs)
+  if (refusesWrites(rows[0])) throw new DatabaseReadOnly('the database refuses writes (read-only, or in recovery)')
 }

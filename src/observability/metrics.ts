@@ -73,7 +73,7 @@ export class ServiceMetrics {
   /** The alert on database 503s needs them apart from the other 5xx (deploy/prometheus/alerts.yml). */
   readonly unavailableResponses = new Counter({
     name: 'service_unavailable_responses_total',
-    help: 'Requests answered 503 by cause: database (unreachable, stalled or misconfigured), handler_timeout, hash_queue_full.',
+    help: 'Requests answered 503 by cause: database (unreachable, stalled or misconfigured), read_only (the database refuses writes: a failover), handler_timeout, hash_queue_full.',
     labelNames: ['cause'] as const,
     registers: [this.registry],
   })
@@ -103,7 +103,7 @@ export class ServiceMetrics {
     for (const outcome of ['applied', 'duplicate', 'unmatched', 'ignored', 'rejected'] as const) this.webhookDeliveries.labels(outcome).inc(0)
     for (const outcome of ['rotated', 'retried', 'replay_revoked', 'rejected'] as const) this.refreshOutcomes.labels(outcome).inc(0)
     for (const decision of ['allowed', 'throttled'] as const) this.loginThrottle.labels(decision).inc(0)
-    for (const cause of ['database', 'handler_timeout', 'hash_queue_full'] as const) this.unavailableResponses.labels(cause).inc(0)
+    for (const cause of ['database', 'read_only', 'handler_timeout', 'hash_queue_full'] as const) this.unavailableResponses.labels(cause).inc(0)
   }
 
   /** Records one answered request; `route` is the route's pattern, undefined when no route matched. */

@@ -1,13 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { livenessRouteSchema, readinessRouteSchema } from '../../schemas/health.js'
-import { DatabaseConfigurationError } from '../db/errors.js'
-import { probe } from '../db/pool.js'
+import { DatabaseConfigurationError, isDatabaseReadOnly } from '../db/errors.js'
 import { problem } from '../lib/problem.js'
 
 /** Readiness answers within this, whatever the database does: probes have short timeouts of their own. */
 const READINESS_TIMEOUT_MS = 1_000
 
-/** Liveness (the process answers) and readiness (the database answers, and the instance is not draining), both public. */
+/**
+ * Liveness (the process answers) and readiness (the database answers and takes writes, and the
+ * instance is not draining), both public. A database that refuses writes (a failover under way)
+ * makes the instance unready: its writes would all be 503.
+ */
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/live', { schema: livenessRouteSchema, config: { public: true }, logLevel: 'warn' }, async () => ({
     status: 'ok' as const,
@@ -17,12 +20,14 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       throw problem(503, 'service_unavailable', 'This instance is shutting down.', { headers: { 'retry-after': '5' } })
     }
     try {
-      await probe(app.db, READINESS_TIMEOUT_MS)
+      await app.probeDatabase(READINESS_TIMEOUT_MS)
     } catch (error) {
       const detail =
         error instanceof DatabaseConfigurationError
           ? `The database is set up in a way the service cannot use: ${app.databaseProblems.join('; ')}`
-          : 'The database is not reachable.'
+          : isDatabaseReadOnly(error)
+            ? 'The database refuses writes (read-only, or in recovery).'
+            : 'The database is not reachable.'
       throw problem(503, 'service_unavailable', detail, { headers: { 'retry-after': '5' } })
     }
     const problems = app.databaseProblems

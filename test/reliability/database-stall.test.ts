@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -8,7 +9,7 @@ import { databaseUrl } from '../helpers/database-url.js'
 import { resetDatabase, testDatabase, workerSchema } from '../helpers/database.js'
 import { recordConformance } from '../helpers/openapi-conformance.js'
 import { CuttableProxy } from '../helpers/tcp-proxy.js'
-import { bearer, DEMO_PASSWORD, obtainTokens, testConfig } from '../helpers/app.js'
+import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, testConfig } from '../helpers/app.js'
 
 const serverUrl = process.env.TEST_DATABASE_URL
 
@@ -103,5 +104,35 @@ describe.skipIf(!serverUrl)('when the database stalls under traffic', () => {
     const overHttp = await fetch(`http://127.0.0.1:${port}/api/company/v1/get-user-companies`, { headers: bearer(access) })
     expect(overHttp.status).toBe(503)
     expect(overHttp.headers.get('retry-after')).toBe('5')
+  })
+
+  it('bounds a POST by HANDLER_TIMEOUT too, once its body is read (routes 1, 3 and 11, over real sockets)', async () => {
+    const { app, proxy } = await start({ statementTimeoutMs: 30_000, env: { HANDLER_TIMEOUT: '1s' } })
+    const { access, refresh } = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = app.server.address() as AddressInfo
+    const post = (path: string, body: object, headers: Record<string, string> = {}) =>
+      fetch(`http://127.0.0.1:${port}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      })
+    proxy.stall()
+    const started = Date.now()
+    // Fastify's own handlerTimeout stopped its timer when the body had been read: these waited for the statement bound.
+    const answers = await Promise.all([
+      post('/api/auth/v1/token', { email: 'bob@beta.example', password: DEMO_PASSWORD }),
+      post('/api/auth/v1/token/refresh', { refresh }),
+      post(`/api/company/v1/${DEMO.roles.acmeSeller}/customers/${randomUUID()}`, { name: 'Zeta Comércio', tax_id: '12345678909' }, bearer(access)),
+    ])
+    expect(Date.now() - started).toBeLessThan(2_500)
+    for (const answer of answers) {
+      expect([answer.status, answer.headers.get('retry-after'), answer.headers.get('content-type')]).toEqual([
+        503,
+        '5',
+        'application/problem+json; charset=utf-8',
+      ])
+      expect(await answer.json()).toMatchObject({ status: 503, code: 'service_unavailable' })
+    }
   })
 })

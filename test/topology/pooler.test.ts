@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import pg from 'pg'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import type { LogDestination } from '../../src/logging.js'
@@ -87,6 +88,42 @@ describe.skipIf(unavailable !== undefined)('behind PgBouncer, a setting the pool
     expect(ready.json().configuration_errors).toContainEqual(expect.stringContaining('DATABASE_PREPARED_STATEMENTS=false'))
     statuses = (await Promise.all(Array.from({ length: 8 }, read))).map((response) => response.statusCode)
     expect(statuses).toEqual(Array(8).fill(200))
+  })
+
+  it('ends a transaction waiting on a lock at DATABASE_STATEMENT_TIMEOUT on the server, with no ALTER ROLE: each transaction sets its own', async () => {
+    const service = await start({ DATABASE_PREPARED_STATEMENTS: 'false', DATABASE_STATEMENT_TIMEOUT: '1s' })
+    const { access } = await obtainTokens(service, 'alice@acme.example', DEMO_PASSWORD)
+    const direct = new URL(serverUrl)
+    direct.pathname = `/${database}`
+    const holder = new pg.Client({ connectionString: direct.toString() })
+    await holder.connect()
+    const waitingOnLocks = async () =>
+      Number(
+        (
+          await holder.query<{ count: string }>(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
+            [database],
+          )
+        ).rows[0]?.count,
+      )
+    try {
+      // Route 8 locks the company's accounts in its transaction: held here, its statement waits.
+      await holder.query('BEGIN')
+      await holder.query('SELECT id FROM bank_accounts WHERE company_id = $1 FOR UPDATE', [DEMO.companies.acme])
+      const url = `/api/company/v1/${DEMO.roles.acmeSeller}/bank-account/${DEMO.bankAccounts.acme2}`
+      const response = await service.inject({ method: 'DELETE', url, headers: bearer(access) })
+      expect(response.statusCode).toBe(503)
+      // The server ended the waiting statement itself (SET LOCAL statement_timeout, sent with BEGIN):
+      // the service's own timer alone would leave it waiting on the server, behind PgBouncer, until the lock went.
+      let waiting = await waitingOnLocks()
+      for (const end = Date.now() + 1_000; waiting > 0 && Date.now() < end; waiting = await waitingOnLocks()) {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      expect(waiting).toBe(0)
+    } finally {
+      await holder.query('ROLLBACK')
+      await holder.end()
+    }
   })
 
   it('names the fix when the options the operator put in DATABASE_URL are refused, and answers 503', async () => {

@@ -12,13 +12,19 @@ declare module 'fastify' {
  * Chat presence (§4 route 6): every request the tenancy pipeline admitted for a company role marks
  * that role seen, whatever the route. onSend, so the write is done when the client has its answer
  * (a partner asking right after sees it); attached to the company-scoped routes only, so that the
- * others pay no hook for it.
+ * others pay no hook for it. A failed write is logged and changes no answer: a success already
+ * committed must not turn into a 503 that invites a retry, nor an error answer into another.
  */
 export default fp(
   async function presencePlugin(app: FastifyInstance) {
     app.decorate('presence', new PresenceTracker(app.db))
     const markSeen = async (request: FastifyRequest, _reply: FastifyReply, payload: unknown) => {
-      if (request.companyRole) await app.presence.markSeen(request.companyRole.companyRoleId)
+      if (!request.companyRole) return payload
+      try {
+        await app.presence.markSeen(request.companyRole.companyRoleId)
+      } catch (error) {
+        request.log.warn({ err: error }, 'presence: the role could not be marked seen')
+      }
       return payload
     }
     app.addHook('onRoute', (route) => {
