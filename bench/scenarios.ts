@@ -197,7 +197,8 @@ export const FLOOR: Scenario = {
   label: 'floor (a): JWT + one PK query',
   kind: 'floor',
   async prepare({ baseUrl }) {
-    const token = (await serviceTokenSigner()).signAccess(users.alice, randomUUID()).token
+    // The floor reads no family: any end past the run.
+    const token = (await serviceTokenSigner()).signAccess(users.alice, randomUUID(), new Date(Date.now() + 86_400_000)).token
     const spec: LoadSpec = { path: '/floor', method: 'GET', headers: { authorization: `Bearer ${token}` } }
     await assertAnswers(baseUrl, spec)
     return () => spec

@@ -119,9 +119,11 @@ export class TokenSigner {
     return this.checks
   }
 
-  signAccess(userId: string, familyId: string): SignedToken {
+  /** An access token of the family, expiring after its lifetime or at the family's end, whichever comes first. */
+  signAccess(userId: string, familyId: string, familyEndsAt: Date): SignedToken {
     const issuedAt = nowSeconds()
-    return this.sign('access', userId, familyId, issuedAt, issuedAt + this.config.accessTokenTtl)
+    const expiresAt = Math.min(issuedAt + this.config.accessTokenTtl, Math.floor(familyEndsAt.getTime() / 1000))
+    return this.sign('access', userId, familyId, issuedAt, expiresAt)
   }
 
   /** The term of a refresh token issued now, for a statement that stores it before it is signed. */
