@@ -18,7 +18,7 @@ import { databaseName, recreateBenchDatabase } from './database.js'
 import { runLoad, type LoadResult } from './load.js'
 import { installCleanup, stopAllChildren } from './processes.js'
 import { median, perRequestMicros } from './report.js'
-import { KEYED_WRITES, LOGINS, READS, REFRESH, type LoadSpec, type Scenario } from './scenarios.js'
+import { FORGED_TOKENS, KEYED_WRITES, LOGINS, READS, REFRESH, type LoadSpec, type Scenario } from './scenarios.js'
 import { startOwnSqlFloor, startService, type RunningServer } from './servers.js'
 
 interface Variant {
@@ -43,7 +43,8 @@ interface Measured {
 const HELP = `npm run bench:compare -- --variant 'label: token…' --variant … [options]
   --variant SPEC       label, a colon, then node flags, VAR=value, dir=PATH or floor=own-sql (repeat; at least two)
   --scenario ID[,ID…]  r4 r6 r7 r9 (reads), r1 r2 (logins), r3 (refresh), r5 r5k r5r r11 r11k r11r (routes 5 and 11
-                       without a key, a new key each, one key replayed) (default r9); several: each
+                       without a key, a new key each, one key replayed), x4 x4k (route 4 with forged tokens:
+                       without kid, with an unknown kid; all 401) (default r9); several: each
                        variant runs each of them, all interleaved
   --rounds N           runs per variant, interleaved (default 8)
   --duration S         seconds per run (default 3)
@@ -93,7 +94,7 @@ function parseOptions(argv: string[]) {
     say(HELP)
     process.exit(0)
   }
-  const known = [...READS, ...LOGINS, REFRESH, ...KEYED_WRITES]
+  const known = [...READS, ...LOGINS, REFRESH, ...KEYED_WRITES, ...FORGED_TOKENS]
   const scenarios = values.scenario.split(',').map((id) => {
     const scenario = known.find((candidate) => candidate.id === id.trim())
     if (!scenario) throw new Error(`--scenario ${id}: one of ${known.map((s) => s.id).join(' ')}`)

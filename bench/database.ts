@@ -5,7 +5,8 @@ import { sql, type Kysely } from 'kysely'
 import pg from 'pg'
 import { seedDemoData } from '../db/seed/demo.js'
 import { DEMO } from '../db/seed/ids.js'
-import { newJti, TokenSigner } from '../src/auth/tokens.js'
+import { keyRing, signingKeyId } from '../src/auth/signing-keys.js'
+import { newJti, TokenSigner, VerifiedTokenCache } from '../src/auth/tokens.js'
 import { DEMO_SECRETS } from '../src/config.js'
 import { createPostgresDatabase, migrateToLatest } from '../src/db/database.js'
 import type { Database } from '../db/types.js'
@@ -147,8 +148,6 @@ let signer: Promise<TokenSigner> | undefined
 export function serviceTokenSigner(): Promise<TokenSigner> {
   signer ??= (async () => {
     const jwtApp = Fastify()
-    await jwtApp.register(fastifyJwt, { secret: DEMO_SECRETS.JWT_SIGNING_KEY, sign: { algorithm: 'HS256' } })
-    await jwtApp.ready()
     const jwt = {
       algorithm: 'HS256' as const,
       secret: DEMO_SECRETS.JWT_SIGNING_KEY,
@@ -156,8 +155,13 @@ export function serviceTokenSigner(): Promise<TokenSigner> {
       publicKeyFallbacks: [],
       issuer: undefined,
       audience: undefined,
+      kidCutoverMs: undefined,
     }
-    return new TokenSigner(jwtApp.jwt, { accessTokenTtl: 3_600, refreshTokenTtl: 86_400, jwt })
+    // With the key's kid, as the service signs: a token without one is refused after the cut-over.
+    await jwtApp.register(fastifyJwt, { secret: jwt.secret, sign: { algorithm: 'HS256', kid: signingKeyId(jwt) } })
+    await jwtApp.ready()
+    const config = { accessTokenTtl: 3_600, refreshTokenTtl: 86_400, jwt }
+    return new TokenSigner(jwtApp.jwt, config, new VerifiedTokenCache(0), keyRing(config))
   })()
   return signer
 }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { createHmac, randomBytes, randomUUID } from 'node:crypto'
 import type autocannon from 'autocannon'
 import { DEMO_PASSWORD } from '../db/seed/demo.js'
 import { DEMO } from '../db/seed/ids.js'
@@ -197,7 +197,8 @@ export const FLOOR: Scenario = {
   label: 'floor (a): JWT + one PK query',
   kind: 'floor',
   async prepare({ baseUrl }) {
-    const token = (await serviceTokenSigner()).signAccess(users.alice, randomUUID()).token
+    // The floor reads no family: any end past the run.
+    const token = (await serviceTokenSigner()).signAccess(users.alice, randomUUID(), new Date(Date.now() + 86_400_000)).token
     const spec: LoadSpec = { path: '/floor', method: 'GET', headers: { authorization: `Bearer ${token}` } }
     await assertAnswers(baseUrl, spec)
     return () => spec
@@ -284,4 +285,46 @@ export const KEYED_WRITES: Scenario[] = [
   keyedScenario('r11', '11', 'none'),
   keyedScenario('r11k', '11', 'new'),
   keyedScenario('r11r', '11', 'same'),
+]
+
+/**
+ * Route 4 with a forged access token of the service's shape for alice, signed with a key the
+ * service does not hold: every answer is `401` (non-2xx by design), and the cost measured is the
+ * token check's. `x4`: no `kid`, as a token from before key ids, tried with every key until
+ * JWT_KID_CUTOVER's window has passed; `x4k`: an unknown `kid`, tried with none. Compare a service
+ * with many `JWT_SIGNING_KEY_FALLBACKS` against one with none (bench/README.md, "Forged tokens").
+ */
+function forgedScenario(id: string, label: string, header: Record<string, string>): Scenario {
+  return {
+    id,
+    route: '4',
+    label,
+    kind: 'read',
+    async prepare({ baseUrl }) {
+      const now = Math.floor(Date.now() / 1000)
+      const claims = {
+        token_type: 'access',
+        exp: now + 3_600,
+        iat: now,
+        jti: randomBytes(16).toString('hex'),
+        user_id: users.alice,
+        fid: randomUUID(),
+      }
+      const unsigned = [header, claims].map((part) => Buffer.from(JSON.stringify(part)).toString('base64url')).join('.')
+      const signature = createHmac('sha256', randomBytes(32)).update(unsigned).digest('base64url')
+      const spec: LoadSpec = {
+        path: '/api/company/v1/get-user-companies',
+        method: 'GET',
+        headers: { authorization: `Bearer ${unsigned}.${signature}` },
+      }
+      const response = await fetch(`${baseUrl}${spec.path}`, { headers: spec.headers as Record<string, string> })
+      if (response.status !== 401) throw new Error(`${id}: a forged token answered ${response.status}, not 401`)
+      return () => spec
+    },
+  }
+}
+
+export const FORGED_TOKENS: Scenario[] = [
+  forgedScenario('x4', 'GET get-user-companies, forged token without kid (401)', { alg: 'HS256', typ: 'JWT' }),
+  forgedScenario('x4k', 'GET get-user-companies, forged token with an unknown kid (401)', { alg: 'HS256', typ: 'JWT', kid: 'not-a-key-we-know' }),
 ]

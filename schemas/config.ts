@@ -26,6 +26,9 @@ export const EnvironmentSchema = Type.Object({
   JWT_PUBLIC_KEY: Type.Optional(NonEmpty),
   JWT_SIGNING_KEY_FALLBACKS: Type.Optional(Type.String()),
   JWT_PUBLIC_KEY_FALLBACKS: Type.Optional(Type.String()),
+  JWT_KID_CUTOVER: Type.Optional(
+    Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]+)?)?(Z|[+-][0-9]{2}:[0-9]{2}))?$' }),
+  ),
   JWT_ISSUER: Type.Optional(NonEmpty),
   JWT_AUDIENCE: Type.Optional(NonEmpty),
   ACCESS_TOKEN_TTL: Type.Optional(Duration),

@@ -41,7 +41,12 @@ export interface Config {
   /** Shutdown: milliseconds of serving on (with Connection: close) after SIGTERM, and the bound of the whole shutdown. */
   drain: { delayMs: number; shutdownTimeoutMs: number }
   pgliteDir: string
-  jwt: JwtKeys & { issuer: string | undefined; audience: string | undefined }
+  /**
+   * kidCutoverMs: when tokens began to carry a `kid` (JWT_KID_CUTOVER); a token without one is tried
+   * with each key only until the longest token lifetime has passed since (src/auth/tokens.ts).
+   * Undefined: this process's start, before which every token without `kid` was issued.
+   */
+  jwt: JwtKeys & { issuer: string | undefined; audience: string | undefined; kidCutoverMs: number | undefined }
   accessTokenTtl: number
   refreshTokenTtl: number
   refreshAbsoluteTtl: number
@@ -138,6 +143,18 @@ const pemOf = (text: string): string => text.replace(/\\n/g, '\n')
 function algorithmOf(key: KeyObject): 'RS256' | 'EdDSA' | undefined {
   if (key.asymmetricKeyType === 'ed25519') return 'EdDSA'
   return key.asymmetricKeyType === 'rsa' ? 'RS256' : undefined
+}
+
+/** JWT_KID_CUTOVER in ms since the epoch: a date (midnight UTC) or a time with its offset, not in the future. */
+function kidCutoverOf(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  const ms = Date.parse(text)
+  // Date.parse rolls an impossible day over (2026-02-30 is 2 March); the date must read back as written.
+  if (Number.isNaN(ms) || (text.length === 10 && new Date(ms).toISOString().slice(0, 10) !== text)) {
+    throw new ConfigError(`JWT_KID_CUTOVER: not a date or time: ${text}`)
+  }
+  if (ms > Date.now()) throw new ConfigError('JWT_KID_CUTOVER: must not be in the future (it is when tokens began to carry a kid)')
+  return ms
 }
 
 /** Previous keys, kept for verification while the tokens they signed live (docs/operations.md, key rotation). */
@@ -288,7 +305,12 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     handlerTimeoutMs,
     drain,
     pgliteDir: env.PGLITE_DIR ?? './data/pglite',
-    jwt: { ...loadJwtKeys(env, secret('JWT_SIGNING_KEY')), issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE },
+    jwt: {
+      ...loadJwtKeys(env, secret('JWT_SIGNING_KEY')),
+      issuer: env.JWT_ISSUER,
+      audience: env.JWT_AUDIENCE,
+      kidCutoverMs: kidCutoverOf(env.JWT_KID_CUTOVER),
+    },
     accessTokenTtl: parseDuration(env.ACCESS_TOKEN_TTL ?? '5m'),
     refreshTokenTtl: parseDuration(env.REFRESH_TOKEN_TTL ?? '1d'),
     refreshAbsoluteTtl: parseDuration(env.REFRESH_ABSOLUTE_TTL ?? '30d'),

@@ -5,7 +5,7 @@ import { tokenNotValid } from '../tenancy/admission.js'
 import { TokenSigner, VerifiedTokenCache, type TokenClaims } from './tokens.js'
 import type { Config } from '../config.js'
 import { problem } from '../lib/problem.js'
-import { previousKeys, signingKeyId } from './signing-keys.js'
+import { keyRing, signingKeyId } from './signing-keys.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -66,8 +66,7 @@ export default fp(
   async function authenticationPlugin(app: FastifyInstance, options: { config: Config }) {
     const jwtOptions = jwtPluginOptions(options.config.jwt)
     await app.register(fastifyJwt, jwtOptions)
-    const keys = { current: signingKeyId(options.config.jwt), previous: previousKeys(options.config.jwt) }
-    app.decorate('tokens', new TokenSigner(app.jwt, options.config, new VerifiedTokenCache(VERIFIED_TOKEN_CACHE_SIZE), keys))
+    app.decorate('tokens', new TokenSigner(app.jwt, options.config, new VerifiedTokenCache(VERIFIED_TOKEN_CACHE_SIZE), keyRing(options.config)))
     app.decorateRequest('tokenClaims', null as unknown as TokenClaims)
 
     app.addHook('onRequest', async (request) => {

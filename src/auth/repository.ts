@@ -32,9 +32,16 @@ export interface NewSession {
 /** A refresh token's expiry, in a statement on its family's row: its own, capped at the family's absolute end. */
 const cappedAtFamilyEnd = (expiresAt: Date) => sql<Date>`least(${expiresAt}::timestamptz, absolute_expires_at)`
 
+/** What a statement that issues tokens learns of their family: the refresh token's expiry, and the family's end (which caps the access token's too). */
+export interface StoredTerm {
+  expiresAt: Date
+  familyEndsAt: Date
+}
+
 /**
  * A token family and its first refresh token (stored as the family's current one) in one
- * statement. Returns the token's expiry: the earlier of its own and the family's absolute end.
+ * statement. Returns the token's expiry (the earlier of its own and the family's absolute end) and
+ * the family's end.
  */
 const createSessionStatement = new Precompiled((db, p: NewSession) =>
   db
@@ -45,13 +52,13 @@ const createSessionStatement = new Precompiled((db, p: NewSession) =>
       absolute_expires_at: sql<Date>`now() + make_interval(secs => ${p.absoluteTtlSeconds})`,
       current_refresh_jti: p.jti,
     })
-    .returning(cappedAtFamilyEnd(p.expiresAt).as('expires_at')),
+    .returning([cappedAtFamilyEnd(p.expiresAt).as('expires_at'), 'absolute_expires_at']),
 )
 
-export async function createSession(db: Db, session: NewSession): Promise<Date> {
+export async function createSession(db: Db, session: NewSession): Promise<StoredTerm> {
   const row = await createSessionStatement.first(db, session)
   if (!row) throw new Error('createSession: nothing inserted')
-  return row.expires_at
+  return { expiresAt: row.expires_at, familyEndsAt: row.absolute_expires_at }
 }
 
 export interface LoginSession extends NewSession {
@@ -94,14 +101,18 @@ const loginSessionStatement = new Precompiled((db, p: LoginSession) =>
           sql<string>`${p.jti}::text`.as('current_refresh_jti'),
         ]),
     )
-    .returning((eb) => [cappedAtFamilyEnd(p.expiresAt).as('expires_at'), eb.selectFrom('login').select('login.last_login').as('last_login')]),
+    .returning((eb) => [
+      cappedAtFamilyEnd(p.expiresAt).as('expires_at'),
+      'absolute_expires_at',
+      eb.selectFrom('login').select('login.last_login').as('last_login'),
+    ]),
 )
 
-/** The token's expiry and the new last_login; undefined when the user may no longer log in. */
-export async function createLoginSession(db: Db, session: LoginSession): Promise<{ expiresAt: Date; lastLogin: Date } | undefined> {
+/** The token's expiry, the family's end and the new last_login; undefined when the user may no longer log in. */
+export async function createLoginSession(db: Db, session: LoginSession): Promise<(StoredTerm & { lastLogin: Date }) | undefined> {
   const row = await loginSessionStatement.first(db, session)
   if (!row) return undefined
-  return { expiresAt: row.expires_at, lastLogin: row.last_login ?? new Date() }
+  return { expiresAt: row.expires_at, familyEndsAt: row.absolute_expires_at, lastLogin: row.last_login ?? new Date() }
 }
 
 export interface Rotation {
@@ -131,7 +142,8 @@ const familyIsLive = ({ and, eb, exists, selectFrom }: ExpressionBuilder<Databas
  * successor becomes the current one; the spent jti and the successor's term are kept beside it for
  * a retry within the grace (`findRetriedSuccessor`). Of two requests presenting the same token, the
  * second waits on the first's row lock and then finds another current token. Returns the
- * successor's expiry (the earlier of its own and the family's end), or undefined when nothing was spent.
+ * successor's expiry (the earlier of its own and the family's end) and the family's end, or
+ * undefined when nothing was spent.
  */
 const rotationStatement = new Precompiled((db, { jti, familyId, userId, nextJti, issuedAt, expiresAt }: Rotation) =>
   db
@@ -146,12 +158,12 @@ const rotationStatement = new Precompiled((db, { jti, familyId, userId, nextJti,
     .where('user_id', '=', userId)
     .where('current_refresh_jti', '=', jti)
     .where(familyIsLive)
-    .returning('current_refresh_expires_at as expires_at'),
+    .returning(['current_refresh_expires_at as expires_at', 'absolute_expires_at']),
 )
 
-export async function spendAndReplaceRefreshToken(db: Db, rotation: Rotation): Promise<Date | undefined> {
+export async function spendAndReplaceRefreshToken(db: Db, rotation: Rotation): Promise<StoredTerm | undefined> {
   const row = await rotationStatement.first(db, rotation)
-  return row?.expires_at ?? undefined
+  return row?.expires_at ? { expiresAt: row.expires_at, familyEndsAt: row.absolute_expires_at } : undefined
 }
 
 export interface SpentToken {
@@ -162,11 +174,10 @@ export interface SpentToken {
   graceSeconds: number
 }
 
-/** The successor a retried refresh token gets again: its jti and the term it was signed with. */
-export interface RetriedSuccessor {
+/** The successor a retried refresh token gets again: its jti and the term it was signed with, and its family's end. */
+export interface RetriedSuccessor extends StoredTerm {
   jti: string
   issuedAt: Date
-  expiresAt: Date
 }
 
 /**
@@ -177,7 +188,12 @@ export interface RetriedSuccessor {
 const retriedSuccessorStatement = new Precompiled((db, { jti, familyId, userId, graceSeconds }: SpentToken) =>
   db
     .selectFrom('token_families')
-    .select(['current_refresh_jti as jti', 'current_refresh_issued_at as issued_at', 'current_refresh_expires_at as expires_at'])
+    .select([
+      'current_refresh_jti as jti',
+      'current_refresh_issued_at as issued_at',
+      'current_refresh_expires_at as expires_at',
+      'absolute_expires_at',
+    ])
     .where('id', '=', familyId)
     .where('user_id', '=', userId)
     .where('previous_refresh_jti', '=', jti)
@@ -189,7 +205,7 @@ export async function findRetriedSuccessor(db: Db, spent: SpentToken): Promise<R
   if (spent.graceSeconds <= 0) return undefined
   const row = await retriedSuccessorStatement.first(db, spent)
   if (!row?.jti || !row.issued_at || !row.expires_at) return undefined
-  return { jti: row.jti, issuedAt: row.issued_at, expiresAt: row.expires_at }
+  return { jti: row.jti, issuedAt: row.issued_at, expiresAt: row.expires_at, familyEndsAt: row.absolute_expires_at }
 }
 
 /**

@@ -10,9 +10,12 @@ export interface TokenPair {
   refresh: string
 }
 
-/** An access token and a refresh token stored under `jti` with `term`. */
-const signPair = (signer: TokenSigner, userId: string, familyId: string, jti: string, term: RefreshTerm): TokenPair => ({
-  access: signer.signAccess(userId, familyId).token,
+/**
+ * An access token and a refresh token stored under `jti` with `term`, neither outliving the
+ * family's end (§2: a family never outlives REFRESH_ABSOLUTE_TTL, nor then do its access tokens).
+ */
+const signPair = (signer: TokenSigner, userId: string, familyId: string, jti: string, term: RefreshTerm, familyEndsAt: Date): TokenPair => ({
+  access: signer.signAccess(userId, familyId, familyEndsAt).token,
   refresh: signer.signRefreshStored(jti, userId, familyId, term).token,
 })
 
@@ -24,8 +27,8 @@ function newFamily(signer: TokenSigner): { familyId: string; jti: string } & Ref
 /** A new token family with its first refresh token (one statement), and an access token. */
 export async function startSession(db: Db, signer: TokenSigner, userId: string, absoluteTtlSeconds: number): Promise<TokenPair> {
   const { familyId, jti, issuedAt, expiresAt } = newFamily(signer)
-  const storedExpiry = await createSession(db, { userId, familyId, jti, absoluteTtlSeconds, expiresAt })
-  return signPair(signer, userId, familyId, jti, { issuedAt, expiresAt: storedExpiry })
+  const stored = await createSession(db, { userId, familyId, jti, absoluteTtlSeconds, expiresAt })
+  return signPair(signer, userId, familyId, jti, { issuedAt, expiresAt: stored.expiresAt }, stored.familyEndsAt)
 }
 
 /** What a login started: its tokens, and the last_login it recorded. */
@@ -48,7 +51,8 @@ export async function startLoginSession(
   const { userId, upgradedHash } = login
   const stored = await createLoginSession(db, { userId, familyId, jti, absoluteTtlSeconds, expiresAt, newPasswordHash: upgradedHash ?? null })
   if (!stored) return undefined
-  return { tokens: signPair(signer, userId, familyId, jti, { issuedAt, expiresAt: stored.expiresAt }), lastLogin: stored.lastLogin }
+  const tokens = signPair(signer, userId, familyId, jti, { issuedAt, expiresAt: stored.expiresAt }, stored.familyEndsAt)
+  return { tokens, lastLogin: stored.lastLogin }
 }
 
 /** What a refresh told apart, for the audit events and metrics. */
@@ -78,14 +82,14 @@ export async function rotateRefreshToken(
   const nextJti = newJti()
   const { issuedAt, expiresAt: wantedExpiry } = signer.refreshTerm()
   const rotation = { jti: claims.jti, familyId: claims.fid, userId: claims.user_id, nextJti, issuedAt, expiresAt: wantedExpiry }
-  const expiresAt = await spendAndReplaceRefreshToken(db, rotation)
-  if (expiresAt) return signPair(signer, claims.user_id, claims.fid, nextJti, { issuedAt, expiresAt })
+  const stored = await spendAndReplaceRefreshToken(db, rotation)
+  if (stored) return signPair(signer, claims.user_id, claims.fid, nextJti, { issuedAt, expiresAt: stored.expiresAt }, stored.familyEndsAt)
   const spent = { jti: claims.jti, familyId: claims.fid, userId: claims.user_id, graceSeconds }
   const successor = await findRetriedSuccessor(db, spent)
   if (successor) {
     observer.retried?.(claims.user_id, claims.fid)
     const term = { issuedAt: Math.floor(successor.issuedAt.getTime() / 1000), expiresAt: successor.expiresAt }
-    return signPair(signer, claims.user_id, claims.fid, successor.jti, term)
+    return signPair(signer, claims.user_id, claims.fid, successor.jti, term, successor.familyEndsAt)
   }
   if (await revokeFamilyOnReuse(db, claims.jti, claims.fid)) observer.replayed?.(claims.user_id, claims.fid)
   throw tokenNotValid()

@@ -29,7 +29,7 @@ export function signingKeyId(jwt: Config['jwt']): string {
 }
 
 /** The keys that verify but no longer sign: JWT_SIGNING_KEY_FALLBACKS, then JWT_PUBLIC_KEY_FALLBACKS. */
-export function previousKeys(jwt: Config['jwt']): VerificationKey[] {
+function previousKeys(jwt: Config['jwt']): VerificationKey[] {
   return [
     ...jwt.secretFallbacks.map((secret) => ({ kid: secretKeyId(secret), algorithm: 'HS256' as const, key: secret })),
     ...jwt.publicKeyFallbacks.map(({ algorithm, publicKey, publicKeyObject }) => ({
@@ -38,4 +38,31 @@ export function previousKeys(jwt: Config['jwt']): VerificationKey[] {
       key: publicKey,
     })),
   ]
+}
+
+/**
+ * The keys that verify the service's tokens, chosen by the header's `kid`: the signing key's, and
+ * the previous ones. A token without `kid` was issued before tokens had one (this release's
+ * predecessor signed without); it is tried with each key (which of them signed it is unknown),
+ * but only until `kidlessUntilMs`: the longest a token lives, after the cut-over.
+ */
+export interface KeyRing {
+  current: string
+  previous: ReadonlyMap<string, VerificationKey>
+  /** Milliseconds since the epoch; from then on a token without `kid` is refused without trying a key. */
+  kidlessUntilMs: number
+}
+
+/**
+ * The ring of a configuration. The cut-over is JWT_KID_CUTOVER, else the process's start (none of
+ * its own tokens lacks a `kid`); the longest lifetime is the refresh token's or the access token's
+ * (a family's later tokens are the new release's, with a `kid`).
+ */
+export function keyRing(config: Pick<Config, 'jwt' | 'accessTokenTtl' | 'refreshTokenTtl'>, startedAtMs = Date.now()): KeyRing {
+  const longestLifetimeMs = Math.max(config.accessTokenTtl, config.refreshTokenTtl) * 1000
+  return {
+    current: signingKeyId(config.jwt),
+    previous: new Map(previousKeys(config.jwt).map((key) => [key.kid, key])),
+    kidlessUntilMs: (config.jwt.kidCutoverMs ?? startedAtMs) + longestLifetimeMs,
+  }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { JWT } from '@fastify/jwt'
 import type { Config } from '../config.js'
-import type { VerificationKey } from './signing-keys.js'
+import type { KeyRing, VerificationKey } from './signing-keys.js'
 
 export type TokenType = 'access' | 'refresh'
 
@@ -46,24 +46,20 @@ export function newJti(): string {
 
 const nowSeconds = (): number => Math.floor(Date.now() / 1000)
 
-/** The `kid` of a token's header, or undefined when it has none (or no readable header). */
-function headerKeyId(token: string): string | undefined {
+/**
+ * The `kid` of a token's header: null when it has none, undefined when the header is unreadable or
+ * its `kid` not a string (no key could verify it).
+ */
+function headerKeyId(token: string): string | null | undefined {
   try {
     const header: unknown = JSON.parse(Buffer.from(token.slice(0, token.indexOf('.')), 'base64url').toString())
-    const kid = (header as { kid?: unknown } | null)?.kid
+    if (typeof header !== 'object' || header === null || Array.isArray(header)) return undefined
+    const kid = (header as { kid?: unknown }).kid
+    if (kid === undefined) return null
     return typeof kid === 'string' ? kid : undefined
   } catch {
     return undefined
   }
-}
-
-/**
- * The service's signing key's `kid`, and the previous keys that still verify (key rotation without
- * a logout, docs/operations.md).
- */
-export interface KeyRing {
-  current: string
-  previous: VerificationKey[]
 }
 
 /**
@@ -109,16 +105,25 @@ export class VerifiedTokenCache {
  * once in its life (it is spent then), so remembering it would only push access tokens out.
  */
 export class TokenSigner {
+  /** Signature verifications attempted so far: what bad tokens cost (the tests read it). */
+  private checks = 0
+
   constructor(
     private readonly jwt: JWT,
     private readonly config: Pick<Config, 'accessTokenTtl' | 'refreshTokenTtl' | 'jwt'>,
     private readonly accessTokens = new VerifiedTokenCache(0),
-    private readonly keys: KeyRing = { current: '', previous: [] },
+    private readonly keys: KeyRing,
   ) {}
 
-  signAccess(userId: string, familyId: string): SignedToken {
+  get signatureChecks(): number {
+    return this.checks
+  }
+
+  /** An access token of the family, expiring after its lifetime or at the family's end, whichever comes first. */
+  signAccess(userId: string, familyId: string, familyEndsAt: Date): SignedToken {
     const issuedAt = nowSeconds()
-    return this.sign('access', userId, familyId, issuedAt, issuedAt + this.config.accessTokenTtl)
+    const expiresAt = Math.min(issuedAt + this.config.accessTokenTtl, Math.floor(familyEndsAt.getTime() / 1000))
+    return this.sign('access', userId, familyId, issuedAt, expiresAt)
   }
 
   /** The term of a refresh token issued now, for a statement that stores it before it is signed. */
@@ -160,19 +165,20 @@ export class TokenSigner {
 
   /**
    * The claims when a key of the ring signed the token: the one its `kid` names, pinned to that key's
-   * algorithm. A token without a `kid` (issued before tokens had one) is tried with each key. Without
-   * previous keys, the signing key alone, as before.
+   * algorithm; an unknown `kid` tries none. A token without `kid` (issued before tokens had one) is
+   * tried with each key, until the ring's cut-over has passed: then none.
    */
   private verifySignature(token: string): Partial<TokenClaims> | undefined {
-    const { current, previous } = this.keys
-    if (previous.length === 0) return this.verifyWith(token)
+    const { current, previous, kidlessUntilMs } = this.keys
     const kid = headerKeyId(token)
     if (kid === current) return this.verifyWith(token)
-    if (kid !== undefined) {
-      const key = previous.find((candidate) => candidate.kid === kid)
-      return key && this.verifyWith(token, key)
-    }
-    for (const key of [undefined, ...previous]) {
+    if (kid === null) return Date.now() < kidlessUntilMs ? this.verifyWithEach(token) : undefined
+    const key = kid === undefined ? undefined : previous.get(kid)
+    return key && this.verifyWith(token, key)
+  }
+
+  private verifyWithEach(token: string): Partial<TokenClaims> | undefined {
+    for (const key of [undefined, ...this.keys.previous.values()]) {
       const claims = this.verifyWith(token, key)
       if (claims) return claims
     }
@@ -181,6 +187,7 @@ export class TokenSigner {
 
   /** The claims when `key` (the signing key when none) signed the token, checked by fast-jwt. */
   private verifyWith(token: string, key?: VerificationKey): Partial<TokenClaims> | undefined {
+    this.checks += 1
     try {
       return key
         ? this.jwt.verify<Partial<TokenClaims>>(token, { key: key.key, algorithms: [key.algorithm] })

@@ -48,12 +48,69 @@ async function assertAdmitted(request: FastifyRequest, reply: FastifyReply, payl
   return payload
 }
 
-/** Why a route may not be served as declared: a path acting for a company role outside companyRoute, or no declaration at all. */
+const COMPANY_ROLE_ID = 'company_role_id'
+
+/** A property or parameter name that carries a company role id: `company_role_id`, or a header spelling of it (`Company-Role-Id`, `X-Company-Role-Id`). */
+const namesCompanyRole = (name: string): boolean => name.toLowerCase().replaceAll('-', '_').replace(/^x_/, '') === COMPANY_ROLE_ID
+
+/** The keywords under which a JSON Schema holds subschemas (examples and defaults are data, not schemas). */
+const SUBSCHEMA_KEYWORDS = ['items', 'prefixItems', 'additionalProperties', 'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'contains']
+
+/** Whether the schema declares a company role id property, at any depth (nested objects, arrays, unions). */
+function declaresCompanyRole(schema: unknown, seen = new Set<unknown>()): boolean {
+  if (typeof schema !== 'object' || schema === null || seen.has(schema)) return false
+  seen.add(schema)
+  if (Array.isArray(schema)) return schema.some((item) => declaresCompanyRole(item, seen))
+  const { properties, patternProperties, dependentSchemas } = schema as Record<string, unknown>
+  for (const named of [properties, dependentSchemas]) {
+    if (typeof named !== 'object' || named === null) continue
+    if (Object.keys(named).some(namesCompanyRole)) return true
+    if (Object.values(named).some((property) => declaresCompanyRole(property, seen))) return true
+  }
+  if (typeof patternProperties === 'object' && patternProperties !== null) {
+    if (Object.values(patternProperties).some((property) => declaresCompanyRole(property, seen))) return true
+  }
+  return SUBSCHEMA_KEYWORDS.some((keyword) => declaresCompanyRole((schema as Record<string, unknown>)[keyword], seen))
+}
+
+/** The path parameters of a Fastify URL (`:name`, with or without a regular expression). */
+const pathParameters = (url: string): string[] => [...url.matchAll(/:(\w+)/g)].map((match) => match[1]!)
+
+/**
+ * Where a route can receive a company role id: a path parameter (Fastify's params come from the
+ * URL alone), or a property its schema declares in the query string, body or headers. Input a schema does not declare is not looked for: the
+ * handlers read only what their schema validated.
+ */
+function companyRolePlaces(route: RouteOptions): string[] {
+  const schema = (route.schema ?? {}) as Record<string, unknown>
+  const places = pathParameters(route.url).some(namesCompanyRole) ? ['path'] : []
+  if (declaresCompanyRole(schema.querystring) || declaresCompanyRole(schema.query)) places.push('querystring')
+  if (declaresCompanyRole(schema.body)) places.push('body')
+  if (declaresCompanyRole(schema.headers)) places.push('headers')
+  return places
+}
+
+/**
+ * Why a route may not be served as declared: a company role id it can receive that no membership
+ * check covers, or no declaration at all. Every method is checked, HEAD included (explicit, or
+ * derived from a GET by Fastify's exposeHeadRoutes, which keeps the GET's config and hooks). The
+ * membership check of a companyRoute reads `{company_role_id}` from the path alone, so it must be
+ * there, and nowhere else.
+ */
 function undeclared(route: RouteOptions): string | undefined {
   const name = `${String(route.method)} ${route.url}`
   const tenancy = route.config?.tenancy
-  if (route.url.includes(':company_role_id') && tenancy?.kind !== 'company') {
-    return `${name} acts for {company_role_id} but is not declared with companyRoute() (src/tenancy/routes.ts)`
+  const places = companyRolePlaces(route)
+  if (tenancy?.kind === 'company') {
+    const unchecked = places.filter((place) => place !== 'path')
+    if (!places.includes('path')) {
+      return `${name} is declared with companyRoute() but has no {company_role_id} in its path for the membership check to read${unchecked.length > 0 ? ` (it takes company_role_id in its ${unchecked.join(', ')})` : ''}`
+    }
+    if (unchecked.length > 0) {
+      return `${name} takes a second company_role_id in its ${unchecked.join(', ')}, which the membership check (of the path's) does not cover`
+    }
+  } else if (places.length > 0) {
+    return `${name} takes company_role_id in its ${places.join(', ')} but is not declared with companyRoute() and {company_role_id} in its path (src/tenancy/routes.ts)`
   }
   if (!tenancy && !route.config?.public) {
     return `${name} is neither public (config.public) nor declared with companyRoute() or userRoute() (src/tenancy/routes.ts)`
@@ -107,8 +164,9 @@ export default fp(
     app.addHook('onRoute', (route) => {
       const existing = route.onSend ?? []
       route.onSend = [...(Array.isArray(existing) ? existing : [existing]), assertAdmitted]
-      if (route.method === 'HEAD') return
       routes.push(route)
+      // HEAD routes are checked but not listed: the list feeds the tests' suites, which read bodies.
+      if (route.method === 'HEAD') return
       const tenancy = route.config?.tenancy
       if (tenancy) declared.push({ method: String(route.method), url: route.url, tenancy, schema: route.schema })
     })

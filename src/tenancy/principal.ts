@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import { Precompiled } from '../db/precompiled.js'
 import type { Database } from '../../db/types.js'
 import type { Permission, RoleKind } from '../vocabulary.js'
@@ -23,8 +23,9 @@ export interface ScopedPrincipal extends TokenPrincipal {
 }
 
 /**
- * The user behind an access token, if still active and the token's family not revoked (§2): one
- * row or none. Every authenticated request runs it, alone or as the start of a larger statement;
+ * The user behind an access token, if still active and the token's family neither revoked nor
+ * past its absolute end (§2; the token's `exp` is capped there too, but a family's end may be
+ * brought forward): one row or none. Every authenticated request runs it, alone or as the start of a larger statement;
  * its columns are prefixed so that a statement can add its own beside them.
  */
 export function activeUserForToken(db: Kysely<Database>, key: TokenPrincipal) {
@@ -36,6 +37,7 @@ export function activeUserForToken(db: Kysely<Database>, key: TokenPrincipal) {
     .where('users.is_active', '=', true)
     .where('token_families.id', '=', key.familyId)
     .where('token_families.revoked_at', 'is', null)
+    .where('token_families.absolute_expires_at', '>', sql<Date>`now()`)
 }
 
 /**

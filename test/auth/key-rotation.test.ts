@@ -1,8 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp, type Tokens } from '../helpers/app.js'
-import { accessClaims, decodeClaims, decodeHeader, forgeHs256 } from '../helpers/jwt.js'
+import { secretKeyId } from '../../src/auth/signing-keys.js'
+import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp, type Tokens } from '../helpers/app.js'
+import { accessClaims, decodeClaims, decodeHeader, forgeHs256, forgeWithKey } from '../helpers/jwt.js'
 
 /**
  * Signing-key rotation without a logout (docs/operations.md): a restart with a new key and the old
@@ -125,6 +126,85 @@ describe('from a shared secret to a key pair', () => {
       const publicPem = pair.publicKey.export({ type: 'spki', format: 'pem' }).toString()
       const confused = forgeHs256(decodeClaims(fresh.access), publicPem, { alg: 'HS256', typ: 'JWT', kid: decodeHeader(fresh.access).kid })
       problemOf(await read(after!, confused), 401, 'token_not_valid')
+    })
+  })
+})
+
+describe('the key is chosen by kid: a bad token costs one verification or none, however many fallbacks', () => {
+  const FALLBACKS = Array.from({ length: 20 }, (_, index) => `fallback-signing-key-of-sufficient-length-${String(index).padStart(4, '0')}`)
+  const THIRD_KEY = 'a-third-key-of-sufficient-length-0003'
+  const hs256 = (kid?: string) => ({ alg: 'HS256', typ: 'JWT', ...(kid === undefined ? {} : { kid }) })
+  const DAY_MS = 86_400_000
+
+  /** The answer's status and how many signature verifications the token cost. */
+  async function attempt(app: FastifyInstance, token: string): Promise<{ status: number; checks: number }> {
+    const before = app.tokens.signatureChecks
+    const response = await read(app, token)
+    return { status: response.statusCode, checks: app.tokens.signatureChecks - before }
+  }
+
+  it('a kid of the ring costs its key alone; an unknown kid none; a token without kid, before the cut-over, every key', async () => {
+    await withApps([{ JWT_SIGNING_KEY: NEW_KEY, JWT_SIGNING_KEY_FALLBACKS: FALLBACKS.join(',') }], async (app) => {
+      const { access } = await obtainTokens(app!, 'alice@acme.example', DEMO_PASSWORD)
+      const claims = accessClaims(DEMO.users.alice, String(decodeClaims(access).fid))
+      expect(await attempt(app!, forgeHs256(claims, THIRD_KEY, hs256(secretKeyId(FALLBACKS[7]!))))).toEqual({ status: 401, checks: 1 })
+      expect(await attempt(app!, forgeHs256(claims, THIRD_KEY, hs256(secretKeyId(NEW_KEY))))).toEqual({ status: 401, checks: 1 })
+      expect(await attempt(app!, forgeHs256(claims, THIRD_KEY, hs256('not-a-key-we-know')))).toEqual({ status: 401, checks: 0 })
+      expect(await attempt(app!, forgeHs256(claims, THIRD_KEY, hs256()))).toEqual({ status: 401, checks: 21 })
+      expect(await attempt(app!, forgeHs256(claims, FALLBACKS[7]!, hs256(secretKeyId(FALLBACKS[7]!))))).toEqual({ status: 200, checks: 1 })
+      expect((await attempt(app!, forgeHs256({ ...claims, jti: 'b'.repeat(32) }, FALLBACKS[19]!, hs256()))).status).toBe(200)
+    })
+  })
+
+  it('once the longest token lifetime has passed since JWT_KID_CUTOVER, a token without kid is 401 without trying a key', async () => {
+    const ring = { JWT_SIGNING_KEY: NEW_KEY, JWT_SIGNING_KEY_FALLBACKS: FALLBACKS.join(',') }
+    const cutover = (msAgo: number) => new Date(Date.now() - msAgo).toISOString()
+    const envs = [
+      { ...ring, JWT_KID_CUTOVER: cutover(DAY_MS + 60_000) }, // a day (REFRESH_TOKEN_TTL) and a minute ago: past
+      { ...ring, JWT_KID_CUTOVER: cutover(DAY_MS - 60_000) }, // not yet
+      { ...ring, JWT_KID_CUTOVER: cutover(3_600_000), REFRESH_TOKEN_TTL: '30m', ACCESS_TOKEN_TTL: '45m' }, // the access lifetime is the longer
+    ]
+    await withApps(envs, async (past, within, pastAccess) => {
+      const { access } = await obtainTokens(past!, 'alice@acme.example', DEMO_PASSWORD)
+      const claims = accessClaims(DEMO.users.alice, String(decodeClaims(access).fid))
+      const kidless = forgeHs256(claims, NEW_KEY, hs256())
+      expect(await attempt(past!, kidless)).toEqual({ status: 401, checks: 0 })
+      problemOf(await read(past!, kidless), 401, 'token_not_valid')
+      expect(await attempt(pastAccess!, kidless)).toEqual({ status: 401, checks: 0 })
+      expect((await attempt(within!, kidless)).status).toBe(200)
+      // Tokens with a kid are unaffected.
+      expect((await attempt(past!, access)).status).toBe(200)
+      expect((await refreshOn(past!, (await obtainTokens(past!, 'bob@beta.example', DEMO_PASSWORD)).refresh)).statusCode).toBe(200)
+    })
+  })
+
+  it('a cut-over in the future, or not a date, stops the start naming JWT_KID_CUTOVER', () => {
+    expect(() => testConfig({ JWT_KID_CUTOVER: new Date(Date.now() + DAY_MS).toISOString() })).toThrow(/JWT_KID_CUTOVER/)
+    expect(() => testConfig({ JWT_KID_CUTOVER: 'yesterday' })).toThrow(/JWT_KID_CUTOVER/)
+    expect(() => testConfig({ JWT_KID_CUTOVER: '2026-13-45' })).toThrow(/JWT_KID_CUTOVER/)
+    expect(testConfig({ JWT_KID_CUTOVER: '2026-01-15' }).jwt.kidCutoverMs).toBe(Date.parse('2026-01-15T00:00:00Z'))
+  })
+})
+
+describe('an unknown kid is 401 with no fallback configured', () => {
+  it('HS256', async () => {
+    await withApps([{ JWT_SIGNING_KEY: NEW_KEY }], async (app) => {
+      const { access } = await obtainTokens(app!, 'alice@acme.example', DEMO_PASSWORD)
+      const claims = accessClaims(DEMO.users.alice, String(decodeClaims(access).fid))
+      problemOf(await read(app!, forgeHs256(claims, NEW_KEY, { alg: 'HS256', typ: 'JWT', kid: 'not-a-key-we-know' })), 401, 'token_not_valid')
+      expect((await read(app!, forgeHs256(claims, NEW_KEY, { alg: 'HS256', typ: 'JWT', kid: secretKeyId(NEW_KEY) }))).statusCode).toBe(200)
+    })
+  })
+
+  it.each(['ed25519', 'rsa'] as const)('a %s key pair', async (type) => {
+    const pair = type === 'rsa' ? generateKeyPairSync('rsa', { modulusLength: 2048 }) : generateKeyPairSync('ed25519')
+    const alg = type === 'rsa' ? 'RS256' : 'EdDSA'
+    await withApps([pem(pair)], async (app) => {
+      const { access } = await obtainTokens(app!, 'alice@acme.example', DEMO_PASSWORD)
+      const claims = accessClaims(DEMO.users.alice, String(decodeClaims(access).fid))
+      const kid = decodeHeader(access).kid
+      problemOf(await read(app!, forgeWithKey(claims, alg, pair.privateKey, { alg, typ: 'JWT', kid: 'not-a-key-we-know' })), 401, 'token_not_valid')
+      expect((await read(app!, forgeWithKey(claims, alg, pair.privateKey, { alg, typ: 'JWT', kid }))).statusCode).toBe(200)
     })
   })
 })

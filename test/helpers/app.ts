@@ -28,9 +28,15 @@ export async function buildTestApp(env: Record<string, string> = {}, options: Te
     counterStore: new MemoryCounterStore(),
     ...buildOptions,
   })
-  if (extraRoutes) await app.register(extraRoutes)
-  recordConformance(app)
-  await app.ready()
+  try {
+    if (extraRoutes) await app.register(extraRoutes)
+    recordConformance(app)
+    await app.ready()
+  } catch (error) {
+    // An app refusing to start (a test of the start-up checks) still lets go of what it opened.
+    await app.close().catch(() => undefined)
+    throw error
+  }
   return app
 }
 

@@ -13,8 +13,8 @@ export function forgeUnsigned(claims: object): string {
   return `${part({ alg: 'none', typ: 'JWT' })}.${part(claims)}.`
 }
 
-export function forgeWithKey(claims: object, alg: 'RS256' | 'EdDSA', privateKey: KeyObject): string {
-  const unsigned = `${part({ alg, typ: 'JWT' })}.${part(claims)}`
+export function forgeWithKey(claims: object, alg: 'RS256' | 'EdDSA', privateKey: KeyObject, header: object = { alg, typ: 'JWT' }): string {
+  const unsigned = `${part(header)}.${part(claims)}`
   const signature = cryptoSign(alg === 'RS256' ? 'sha256' : null, Buffer.from(unsigned), privateKey)
   return `${unsigned}.${signature.toString('base64url')}`
 }
