@@ -51,7 +51,6 @@ export const EnvironmentSchema = Type.Object({
   KEEP_ALIVE_TIMEOUT: Type.Optional(Duration),
   CONNECTION_TIMEOUT: Type.Optional(Duration),
   ALLOW_DEMO_DATA: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
-  ALLOW_DEMO_SECRETS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
   METRICS_PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
   METRICS_HOST: Type.Optional(NonEmpty),
   HELPER_THREAD_NICENESS: Type.Optional(Type.String({ pattern: '^(1?[0-9])$' })),
