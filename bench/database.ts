@@ -6,9 +6,9 @@ import pg from 'pg'
 import { seedDemoData } from '../db/seed/demo.js'
 import { DEMO } from '../db/seed/ids.js'
 import { newJti, TokenSigner } from '../src/auth/tokens.js'
-import { DEMO_SECRETS } from '../src/config.js'
 import { createPostgresDatabase, migrateToLatest } from '../src/db/database.js'
 import type { Database } from '../db/types.js'
+import { BENCH_SECRETS } from './secrets.js'
 
 /** The database a connection URL names (its path, decoded). */
 export const databaseName = (databaseUrl: string): string => decodeURIComponent(new URL(databaseUrl).pathname.slice(1))
@@ -147,11 +147,11 @@ let signer: Promise<TokenSigner> | undefined
 export function serviceTokenSigner(): Promise<TokenSigner> {
   signer ??= (async () => {
     const jwtApp = Fastify()
-    await jwtApp.register(fastifyJwt, { secret: DEMO_SECRETS.JWT_SIGNING_KEY, sign: { algorithm: 'HS256' } })
+    await jwtApp.register(fastifyJwt, { secret: BENCH_SECRETS.JWT_SIGNING_KEY, sign: { algorithm: 'HS256' } })
     await jwtApp.ready()
     const jwt = {
       algorithm: 'HS256' as const,
-      secret: DEMO_SECRETS.JWT_SIGNING_KEY,
+      secret: BENCH_SECRETS.JWT_SIGNING_KEY,
       secretFallbacks: [],
       publicKeyFallbacks: [],
       issuer: undefined,

@@ -63,7 +63,8 @@ describe('configuration', () => {
   })
 
   it('refuses demo secrets in production whatever the database, naming every offending variable', () => {
-    const message = /^DATABASE_URL: required in production.*; JWT_SIGNING_KEY: required; LEGACY_SECRET_KEY: required; ESIGN_WEBHOOK_SECRETS: required \(/
+    const message =
+      /^DATABASE_URL: required in production.*; JWT_SIGNING_KEY: required; LEGACY_SECRET_KEY: required; ESIGN_WEBHOOK_SECRETS: required \(/
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrowError(message)
     // Spelling out the demo values is no better than leaving them out.
     expect(() =>
@@ -87,7 +88,12 @@ describe('configuration', () => {
       expect(missing, nodeEnv).toThrowError(/^JWT_SIGNING_KEY: required; LEGACY_SECRET_KEY: required; ESIGN_WEBHOOK_SECRETS: required \(/)
       expect(missing, nodeEnv).toThrowError('`openssl rand -hex 32`')
       expect(() =>
-        loadConfig({ ...env, ...STRONG_ENV, LEGACY_SECRET_KEY: DEMO_SECRETS.LEGACY_SECRET_KEY, ESIGN_WEBHOOK_SECRETS: DEMO_SECRETS.ESIGN_WEBHOOK_SECRETS }),
+        loadConfig({
+          ...env,
+          ...STRONG_ENV,
+          LEGACY_SECRET_KEY: DEMO_SECRETS.LEGACY_SECRET_KEY,
+          ESIGN_WEBHOOK_SECRETS: DEMO_SECRETS.ESIGN_WEBHOOK_SECRETS,
+        }),
       ).toThrowError(/^LEGACY_SECRET_KEY: a demo value; ESIGN_WEBHOOK_SECRETS: a demo value \(/)
       expect(loadConfig({ ...env, ...STRONG_ENV }).legacySecretKey).toBe(STRONG.legacy)
     }
@@ -98,7 +104,9 @@ describe('configuration', () => {
 
   it('no longer reads ALLOW_DEMO_SECRETS: demo secrets never reach production, and the refusal says so (issue 33, item 2)', () => {
     const demo = { NODE_ENV: 'production', ALLOW_DEMO_SECRETS: 'true', ALLOW_DEMO_DATA: 'true', ...DEMO_SECRETS }
-    expect(() => loadConfig(demo)).toThrowError(/^JWT_SIGNING_KEY: a demo value; LEGACY_SECRET_KEY: a demo value; ESIGN_WEBHOOK_SECRETS: a demo value \(/)
+    expect(() => loadConfig(demo)).toThrowError(
+      /^JWT_SIGNING_KEY: a demo value; LEGACY_SECRET_KEY: a demo value; ESIGN_WEBHOOK_SECRETS: a demo value \(/,
+    )
     expect(() => loadConfig(demo)).toThrowError('ALLOW_DEMO_SECRETS is no longer read')
     expect(() => loadConfig({ ...demo, DATABASE_URL: 'postgres://db/app', NODE_ENV: 'development' })).toThrowError(/^JWT_SIGNING_KEY: a demo value/)
   })

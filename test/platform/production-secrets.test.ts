@@ -94,7 +94,9 @@ describe('the production image and the demo (issue 15, item 9; issue 26, items 1
     // Refused before any connection: the same on either test run.
     const { code, output } = await runServer({ DATABASE_URL: 'postgres://127.0.0.1:1/never-reached' })
     expect(code).toBe(1)
-    expect(output.trim()).toBe(`configuration error: JWT_SIGNING_KEY: required; LEGACY_SECRET_KEY: required; ESIGN_WEBHOOK_SECRETS: required ${OWN_SECRETS}`)
+    expect(output.trim()).toBe(
+      `configuration error: JWT_SIGNING_KEY: required; LEGACY_SECRET_KEY: required; ESIGN_WEBHOOK_SECRETS: required ${OWN_SECRETS}`,
+    )
     // Spelled out, the demo values are refused the same, whatever NODE_ENV says.
     for (const NODE_ENV of ['development', 'test']) {
       const demo = await runServer({ NODE_ENV, DATABASE_URL: 'postgres://127.0.0.1:1/never-reached', ...DEMO_SECRETS })
