@@ -144,6 +144,23 @@ describe('the commands and a PostgreSQL server they cannot use', { timeout: SLOW
     expect(expectOneLine(run)).toMatch(/^migrate: (host "no-such-host\.invalid" not found: fix the host in DATABASE_URL|cannot reach|no answer from)/)
   })
 
+  it('confirmation-link refuses a missing or demo LEGACY_SECRET_KEY on any DATABASE_URL, whatever NODE_ENV (issue 33, item 13)', async () => {
+    // Refused before connecting: a link signed with the demo key would be refused by the service.
+    const port = await closedPort()
+    for (const env of [{}, { NODE_ENV: 'development' }, { LEGACY_SECRET_KEY: 'demo-legacy-secret' }, { LEGACY_SECRET_KEY: 'DEMO-LEGACY-SECRET' }]) {
+      const run = await runCommand('confirmation-link', ['maria@legacy.example'], {
+        DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/receivables`,
+        ...env,
+      })
+      expect(run.code).toBe(1)
+      const line = expectOneLine(run)
+      expect(line).toMatch(
+        /^confirmation-link: configuration error: LEGACY_SECRET_KEY: (required|a demo value) \(secrets of your own, in production and on any DATABASE_URL/,
+      )
+      expect(line).not.toMatch(/JWT|ESIGN/)
+    }
+  })
+
   it('a DATABASE_URL that is not one, and an unknown argument', async () => {
     const bad = await runCommand('migrate', [], { DATABASE_URL: 'mysql://localhost/receivables' })
     expect(bad.code).toBe(1)
