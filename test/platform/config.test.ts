@@ -164,6 +164,24 @@ describe('configuration', () => {
   })
 })
 
+describe('PUBLIC_BASE_URL (issue 33, item 13)', () => {
+  it('is an absolute http(s) URL, kept without its trailing slash', () => {
+    expect(loadConfig({}).publicBaseUrl).toBeUndefined()
+    expect(loadConfig({ PUBLIC_BASE_URL: 'https://api.platform.example/' }).publicBaseUrl).toBe('https://api.platform.example')
+    expect(loadConfig({ PUBLIC_BASE_URL: 'http://127.0.0.1:3000/receivables' }).publicBaseUrl).toBe('http://127.0.0.1:3000/receivables')
+    for (const value of [
+      'api.platform.example',
+      '/receivables',
+      'ftp://api.platform.example',
+      'https://user:pw@api.platform.example',
+      'https://api.platform.example/?a=1',
+      'https://api.platform.example/#top',
+    ]) {
+      expect(() => loadConfig({ PUBLIC_BASE_URL: value }), value).toThrowError(/^PUBLIC_BASE_URL: /)
+    }
+  })
+})
+
 describe('database settings', () => {
   it('uses prepared statements unless told not to', () => {
     expect(loadConfig({}).databasePreparedStatements).toBe(true)
