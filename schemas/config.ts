@@ -38,6 +38,7 @@ export const EnvironmentSchema = Type.Object({
   ESIGN_WEBHOOK_SECRETS: Type.Optional(Type.String()),
   ESIGN_WEBHOOK_HMAC_KEY: Type.Optional(NonEmpty),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  PUBLIC_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
   TRUST_PROXY: Type.Optional(NonEmpty),
   LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)))),
   LOGIN_FAILURES_PER_CLIENT: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),

@@ -55,6 +55,8 @@ export interface Config {
   esignWebhookSecrets: string[]
   esignWebhookHmacKey: string | undefined
   redisUrl: string | undefined
+  /** Where partners reach this API (PUBLIC_BASE_URL), without a trailing slash: /docs/json's server, confirmation-link's URLs. */
+  publicBaseUrl: string | undefined
   trustProxy: TrustProxy
   logLevel: string
   /** Seconds: whole request received (slow bodies end as 408), idle keep-alive, idle socket. */
@@ -240,6 +242,24 @@ function checkSecrets(env: Environment, rawEnv: NodeJS.ProcessEnv, names: readon
   if (problems.length > 0) throw new ConfigError(problems.join('; '))
 }
 
+/**
+ * PUBLIC_BASE_URL: an absolute http(s) URL with nothing but a host, port and path, kept without
+ * its trailing slash; the one source of the public address (a request's Host header is the client's word).
+ */
+function publicBaseUrlOf(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    throw new ConfigError(`PUBLIC_BASE_URL: not a URL: ${text}`)
+  }
+  if (url.username || url.password || url.search || url.hash || text.includes('#') || text.includes('?')) {
+    throw new ConfigError('PUBLIC_BASE_URL: an http(s) URL with a host and an optional path only (no user, query or fragment)')
+  }
+  return url.toString().replace(/\/+$/, '')
+}
+
 /** METRICS_PORT: 9464 (Prometheus' registered port for exporters) when unset; empty or 0 serves no metrics. */
 function metricsPortOf(raw: string | undefined, validated: string | undefined): number | undefined {
   if (raw === '') return undefined
@@ -309,6 +329,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     esignWebhookSecrets: splitList(secret('ESIGN_WEBHOOK_SECRETS')),
     esignWebhookHmacKey: env.ESIGN_WEBHOOK_HMAC_KEY,
     redisUrl: env.REDIS_URL,
+    publicBaseUrl: publicBaseUrlOf(env.PUBLIC_BASE_URL),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL ?? 'info',
     http: {
@@ -360,6 +381,8 @@ export interface ConfirmationLinkSettings extends DatabaseSettings {
   demoData: boolean
   /** Seconds a link stays valid. */
   linkTtl: number
+  /** PUBLIC_BASE_URL: the link is printed as a full URL on it, else as a path. */
+  publicBaseUrl: string | undefined
 }
 
 /**
@@ -368,13 +391,14 @@ export interface ConfirmationLinkSettings extends DatabaseSettings {
  * the one the service checks links with, else the link printed would be refused.
  */
 export function loadConfirmationLinkSettings(rawEnv: NodeJS.ProcessEnv = process.env): ConfirmationLinkSettings {
-  const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_DATA', 'LEGACY_SECRET_KEY', 'LINK_TTL'])
+  const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_DATA', 'LEGACY_SECRET_KEY', 'LINK_TTL', 'PUBLIC_BASE_URL'])
   checkSecrets(env, rawEnv, ['LEGACY_SECRET_KEY'], false)
   return {
     ...databaseSettings(env),
     legacySecretKey: env.LEGACY_SECRET_KEY ?? DEMO_SECRETS.LEGACY_SECRET_KEY,
     demoData: demoDataAllowed(env),
     linkTtl: parseDuration(env.LINK_TTL ?? '3d'),
+    publicBaseUrl: publicBaseUrlOf(env.PUBLIC_BASE_URL),
   }
 }
 

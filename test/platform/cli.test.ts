@@ -103,12 +103,25 @@ describe('the commands on the embedded database', { timeout: SLOW }, () => {
     expect(refused.code).toBe(1)
     const line = expectOneLine(refused)
     expect(line).toMatch(/^confirmation-link: configuration error: LEGACY_SECRET_KEY: required \(/)
-    expect(line).not.toMatch(/JWT|ESIGN|DATABASE_URL/)
+    expect(line).not.toMatch(/JWT|ESIGN|DATABASE_URL: required/)
     const weak = await runCommand('confirmation-link', ['maria@legacy.example'], { ...env, LEGACY_SECRET_KEY: 'the-old-secret' })
     expect(expectOneLine(weak)).toMatch(/^confirmation-link: configuration error: LEGACY_SECRET_KEY: shorter than 50 characters/)
     const link = await runCommand('confirmation-link', ['maria@legacy.example'], { ...env, LEGACY_SECRET_KEY: LEGACY_KEY })
     expect(link.code).toBe(0)
     expect(link.stdout).toMatch(/^\/api\/registration\/v1\/confirm-migration-account\/[\w-]+\/[\w-]+\n$/)
+    // PUBLIC_BASE_URL, validated as the service validates it, makes it a full URL.
+    const full = await runCommand('confirmation-link', ['maria@legacy.example'], {
+      ...env,
+      LEGACY_SECRET_KEY: LEGACY_KEY,
+      PUBLIC_BASE_URL: 'https://app.platform.example/',
+    })
+    expect(full.stdout).toMatch(/^https:\/\/app\.platform\.example\/api\/registration\/v1\/confirm-migration-account\/[\w-]+\/[\w-]+\n$/)
+    const badBase = await runCommand('confirmation-link', ['maria@legacy.example'], {
+      ...env,
+      LEGACY_SECRET_KEY: LEGACY_KEY,
+      PUBLIC_BASE_URL: 'app.platform.example',
+    })
+    expect(expectOneLine(badBase)).toMatch(/^confirmation-link: configuration error: invalid environment: PUBLIC_BASE_URL: /)
     const confirmed = await runCommand('confirmation-link', ['lucas@legacy.example'], { ...env, LEGACY_SECRET_KEY: LEGACY_KEY })
     expect(confirmed.code).toBe(1)
     expect(expectOneLine(confirmed)).toBe(
@@ -147,7 +160,13 @@ describe('the commands and a PostgreSQL server they cannot use', { timeout: SLOW
   it('confirmation-link refuses a missing or demo LEGACY_SECRET_KEY on any DATABASE_URL, whatever NODE_ENV (issue 33, item 13)', async () => {
     // Refused before connecting: a link signed with the demo key would be refused by the service.
     const port = await closedPort()
-    for (const env of [{}, { NODE_ENV: 'development' }, { LEGACY_SECRET_KEY: 'demo-legacy-secret' }, { LEGACY_SECRET_KEY: 'DEMO-LEGACY-SECRET' }]) {
+    const cases: Record<string, string>[] = [
+      {},
+      { NODE_ENV: 'development' },
+      { LEGACY_SECRET_KEY: 'demo-legacy-secret' },
+      { LEGACY_SECRET_KEY: 'DEMO-LEGACY-SECRET' },
+    ]
+    for (const env of cases) {
       const run = await runCommand('confirmation-link', ['maria@legacy.example'], {
         DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/receivables`,
         ...env,
