@@ -87,7 +87,10 @@ describe('the production image and the demo (issue 15, item 9; issue 26, items 1
     expect((await logIn(server.baseUrl)).status).toBe(200)
     const start = server.output.map((line) => JSON.parse(line) as { level: number; msg: string }).find((line) => line.msg.startsWith('listening on'))
     expect(start?.level).toBe(40)
-    expect(start?.msg).toMatch(/demo login alice@acme\.example \/ Demo#2026!\): DEMO DATA IN PRODUCTION \(ALLOW_DEMO_DATA=true\), anyone can log in/)
+    // The warning names the demo accounts (issue 33, item 3).
+    expect(start?.msg).toMatch(
+      /demo login alice@acme\.example \/ Demo#2026!\): DEMO DATA IN PRODUCTION \(ALLOW_DEMO_DATA=true\), anyone can log in as its users: alice@acme\.example, bob@beta\.example, carol@gamma\.example, dave@delta\.example, erin@acme\.example, frank@acme\.example, lucas@legacy\.example, maria@legacy\.example$/,
+    )
   })
 
   it("the docs' fresh PostgreSQL recipe without NODE_ENV and without secrets refuses to start, naming every secret and how to make one (issue 33, item 2)", async () => {
