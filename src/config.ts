@@ -375,6 +375,12 @@ export function loadDatabaseSettings(rawEnv: NodeJS.ProcessEnv = process.env): D
   return databaseSettings(readEnvironment(rawEnv, DATABASE_VARIABLES))
 }
 
+/** `migrate` also reads NODE_ENV: under production it marks the database production (migration 0010). */
+export function loadMigrateSettings(rawEnv: NodeJS.ProcessEnv = process.env): DatabaseSettings & { production: boolean } {
+  const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV'])
+  return { ...databaseSettings(env), production: env.NODE_ENV === 'production' }
+}
+
 export interface ConfirmationLinkSettings extends DatabaseSettings {
   legacySecretKey: string
   /** Whether a new embedded database gets the demo data, as the service's start would give it. */
@@ -404,16 +410,17 @@ export function loadConfirmationLinkSettings(rawEnv: NodeJS.ProcessEnv = process
 
 /**
  * `seed` loads public logins: in production only with ALLOW_DEMO_DATA=true, whatever the database
- * (its secrets are not its business: the service checks them).
+ * (its secrets are not its business: the service checks them). `allowDemoData` is that explicit
+ * word, which a database marked production also needs (src/cli/seed.ts).
  */
-export function loadSeedSettings(rawEnv: NodeJS.ProcessEnv = process.env): DatabaseSettings {
+export function loadSeedSettings(rawEnv: NodeJS.ProcessEnv = process.env): DatabaseSettings & { allowDemoData: boolean } {
   const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_DATA'])
   if (!demoDataAllowed(env)) {
     throw new ConfigError(
       'ALLOW_DEMO_DATA: the demo data (users with a public password) is refused in production; set ALLOW_DEMO_DATA=true to load it anyway',
     )
   }
-  return databaseSettings(env)
+  return { ...databaseSettings(env), allowDemoData: env.ALLOW_DEMO_DATA === 'true' }
 }
 
 /** `disable-user` also writes its audit event as a log line, at LOG_LEVEL. */

@@ -5,6 +5,7 @@ import path from 'node:path'
 import pg from 'pg'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { DEMO_PASSWORD } from '../../db/seed/demo.js'
+import { DEMO } from '../../db/seed/ids.js'
 import { freePort } from '../helpers/ports.js'
 import { startServerProcess } from '../helpers/server-process.js'
 
@@ -58,6 +59,9 @@ const SEED_REFUSAL =
 /** seed on a database a production migrate or start has marked (issue 33, item 3). */
 const MARKED_REFUSAL =
   /^seed: this database is marked production \(by (migrate|the service's start) at \d{4}-\d\d-\d\dT[\d:.]+Z\): the demo data \(users with a public password\) is refused there; set ALLOW_DEMO_DATA=true if a demo or staging deployment is meant$/
+
+/** A company of the operator's own, beside the demo's. */
+const OWN = { company: '2f000000-0000-4000-8000-000000000001', role: '3f000000-0000-4000-8000-000000000001' }
 
 /** Every demo account (docs/demo-data.md), as production names them. */
 const DEMO_EMAILS = [
@@ -335,6 +339,31 @@ describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout
       await staging.cleanup()
     }
 
+    // A company of the operator's own that dealt with the demo: its bid on a demo title goes with the
+    // demo, the company stays; an account of its that a demo user removed stops unseed, which removes nothing.
+    const client = new pg.Client({ connectionString: databaseUrl })
+    await client.connect()
+    try {
+      await client.query(`INSERT INTO companies (id, name, tax_id) VALUES ('${OWN.company}', 'Own Buyer Ltda', '98765432000110')`)
+      await client.query(`INSERT INTO company_roles (id, company_id, role) VALUES ('${OWN.role}', '${OWN.company}', 'buyer')`)
+      await client.query(
+        `INSERT INTO bids (title_id, buyer_company_role_id, monthly_rate, amount, status) VALUES ('${DEMO.titles.t1}', '${OWN.role}', 1.5, 14000, 'active')`,
+      )
+      await client.query(
+        `INSERT INTO bank_accounts (company_id, bank_code, branch, account_number, account_digit, account_type, holder_name, holder_tax_id, removed_at, removed_by)
+         VALUES ('${OWN.company}', '341', '0001', '99999', '1', 'checking', 'Own Buyer Ltda', '98765432000110', now(), '${DEMO.users.alice}')`,
+      )
+      const blocked = await runCommand('unseed', [], env)
+      expect(blocked.code).toBe(1)
+      expect(expectOneLine(blocked)).toMatch(
+        /^unseed: rows of other companies still refer to the demo data \(.*bank_accounts.*\); nothing was removed: /,
+      )
+      expect((await client.query('SELECT count(*)::int AS n FROM users')).rows[0]).toEqual({ n: 8 })
+      await client.query(`DELETE FROM bank_accounts WHERE company_id = '${OWN.company}'`)
+    } finally {
+      await client.end()
+    }
+
     // `unseed` removes the demo data; production then starts on the database, without demo logins.
     const unseed = await runCommand('unseed', [], env)
     expect(unseed.stderr).toBe('')
@@ -342,6 +371,16 @@ describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout
     expect(unseed.stdout).toBe(UNSEED_DONE)
     const unseedAgain = await runCommand('unseed', [], env)
     expect(unseedAgain.stdout).toBe('no demo data; nothing to do\n')
+    const left = new pg.Client({ connectionString: databaseUrl })
+    await left.connect()
+    try {
+      const counts = await left.query(
+        'SELECT (SELECT count(*) FROM companies)::int AS companies, (SELECT count(*) FROM company_roles)::int AS roles, (SELECT count(*) FROM bids)::int AS bids',
+      )
+      expect(counts.rows[0]).toEqual({ companies: 1, roles: 1, bids: 0 })
+    } finally {
+      await left.end()
+    }
     const after = await startServerProcess(production)
     try {
       expect((await fetch(`${after.baseUrl}/health/ready`)).status).toBe(200)
