@@ -139,24 +139,27 @@ describe('the commands on the embedded database', { timeout: SLOW }, () => {
     const link = await runCommand('confirmation-link', ['maria@legacy.example'], { ...env, LEGACY_SECRET_KEY: LEGACY_KEY })
     expect(link.code).toBe(0)
     expect(link.stdout).toMatch(/^\/api\/registration\/v1\/confirm-migration-account\/[\w-]+\/[\w-]+\n$/)
-    // PUBLIC_BASE_URL, validated as the service validates it, makes it a full URL.
-    const full = await runCommand('confirmation-link', ['maria@legacy.example'], {
-      ...env,
-      LEGACY_SECRET_KEY: LEGACY_KEY,
-      PUBLIC_BASE_URL: 'https://app.platform.example/',
-    })
-    expect(full.stdout).toMatch(/^https:\/\/app\.platform\.example\/api\/registration\/v1\/confirm-migration-account\/[\w-]+\/[\w-]+\n$/)
-    const badBase = await runCommand('confirmation-link', ['maria@legacy.example'], {
-      ...env,
-      LEGACY_SECRET_KEY: LEGACY_KEY,
-      PUBLIC_BASE_URL: 'app.platform.example',
-    })
-    expect(expectOneLine(badBase)).toMatch(/^confirmation-link: configuration error: invalid environment: PUBLIC_BASE_URL: /)
     const confirmed = await runCommand('confirmation-link', ['lucas@legacy.example'], { ...env, LEGACY_SECRET_KEY: LEGACY_KEY })
     expect(confirmed.code).toBe(1)
     expect(expectOneLine(confirmed)).toBe(
       'confirmation-link: lucas@legacy.example: this migrated account is already confirmed; the user logs in with their password',
     )
+  })
+
+  it('confirmation-link prints a full URL on PUBLIC_BASE_URL, validated as the service validates it (issue 33, item 13)', async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'receivables-cli-'))
+    // A new embedded database gets the demo data, as the service's start would give it.
+    const env = { PGLITE_DIR: path.join(dataDir, 'pglite'), LEGACY_SECRET_KEY: LEGACY_KEY }
+    const full = await runCommand('confirmation-link', ['maria@legacy.example'], {
+      ...env,
+      PUBLIC_BASE_URL: 'https://app.platform.example/',
+    })
+    expect(full.stdout).toMatch(/^https:\/\/app\.platform\.example\/api\/registration\/v1\/confirm-migration-account\/[\w-]+\/[\w-]+\n$/)
+    const badBase = await runCommand('confirmation-link', ['maria@legacy.example'], {
+      ...env,
+      PUBLIC_BASE_URL: 'app.platform.example',
+    })
+    expect(expectOneLine(badBase)).toMatch(/^confirmation-link: configuration error: invalid environment: PUBLIC_BASE_URL: /)
   })
 
   it('seed refuses a database that migrate marked production; unseed removes the demo data (issue 33, item 3)', async () => {
