@@ -40,7 +40,8 @@ COPY package.json ./
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # The one writable place, for the embedded database only (used when DATABASE_URL is unset, which
-# production refuses unless ALLOW_DEMO_DATA=true asks for the demo): mount a volume there to keep
+# production refuses unless ALLOW_DEMO_DATA=true asks for the demo, with secrets of its own all the
+# same: production never runs on the demo secrets): mount a volume there to keep
 # it (-v receivables-data:/app/data). No VOLUME instruction: with DATABASE_URL
 # nothing is written, and an image VOLUME would leave an anonymous volume behind each container.
 RUN mkdir /app/data && chown node:node /app/data
@@ -57,6 +58,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
 STOPSIGNAL SIGTERM
 # node directly (not npm), so that SIGTERM reaches the service; the same flags as `npm start` (a
 # smaller young generation, a slower-growing old one: see README, Performance). The commands run in
-# the same image: `node dist/migrate.js [--create-database]`, `node dist/seed.js` (ALLOW_DEMO_DATA=true),
+# the same image: `node dist/migrate.js [--create-database]` (marks the database production),
+# `node dist/seed.js` (ALLOW_DEMO_DATA=true), `node dist/unseed.js` (removes the demo data),
 # `node dist/confirmation-link.js EMAIL`.
 CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=50", "dist/server.js"]

@@ -7,9 +7,9 @@ import { seedDemoData } from '../db/seed/demo.js'
 import { DEMO } from '../db/seed/ids.js'
 import { keyRing, signingKeyId } from '../src/auth/signing-keys.js'
 import { newJti, TokenSigner, VerifiedTokenCache } from '../src/auth/tokens.js'
-import { DEMO_SECRETS } from '../src/config.js'
 import { createPostgresDatabase, migrateToLatest } from '../src/db/database.js'
 import type { Database } from '../db/types.js'
+import { BENCH_SECRETS } from './secrets.js'
 
 /** The database a connection URL names (its path, decoded). */
 export const databaseName = (databaseUrl: string): string => decodeURIComponent(new URL(databaseUrl).pathname.slice(1))
@@ -150,7 +150,7 @@ export function serviceTokenSigner(): Promise<TokenSigner> {
     const jwtApp = Fastify()
     const jwt = {
       algorithm: 'HS256' as const,
-      secret: DEMO_SECRETS.JWT_SIGNING_KEY,
+      secret: BENCH_SECRETS.JWT_SIGNING_KEY,
       secretFallbacks: [],
       publicKeyFallbacks: [],
       issuer: undefined,

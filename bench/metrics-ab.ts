@@ -12,9 +12,10 @@ import type { FastifyInstance } from 'fastify'
 import { DEMO } from '../db/seed/ids.js'
 import { DEMO_PASSWORD } from '../db/seed/demo.js'
 import { buildApp } from '../src/app.js'
-import { DEMO_SECRETS, loadConfig } from '../src/config.js'
+import { loadConfig } from '../src/config.js'
 import { recreateBenchDatabase } from './database.js'
 import { median } from './report.js'
+import { BENCH_SECRETS } from './secrets.js'
 
 const { values } = parseArgs({
   options: {
@@ -44,8 +45,7 @@ const nowhere = { write: () => undefined }
 async function variant(metricsPort: string): Promise<FastifyInstance> {
   const config = loadConfig({
     NODE_ENV: 'production',
-    ALLOW_DEMO_SECRETS: 'true',
-    ...DEMO_SECRETS,
+    ...BENCH_SECRETS,
     DATABASE_URL: databaseUrl,
     ACCESS_TOKEN_TTL: '1h',
     LOG_LEVEL: 'info',

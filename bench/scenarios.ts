@@ -3,6 +3,7 @@ import type autocannon from 'autocannon'
 import { DEMO_PASSWORD } from '../db/seed/demo.js'
 import { DEMO } from '../db/seed/ids.js'
 import { BENCH_ENVELOPES, BENCH_SIGNERS, benchEnvelopeKey, createRefreshTokens, serviceTokenSigner } from './database.js'
+import { BENCH_SECRETS } from './secrets.js'
 
 /** What a scenario asks autocannon for; url, connections and duration come from the runner. */
 export type LoadSpec = Pick<autocannon.Options, 'method' | 'headers' | 'body' | 'requests' | 'maxOverallRequests'> & { path: string }
@@ -168,7 +169,7 @@ export const WEBHOOK: Scenario = {
   label: 'POST esign webhook (25 % duplicates)',
   kind: 'webhook',
   async prepare({ baseUrl }) {
-    const path = '/webhook/esign/demo-esign-secret/'
+    const path = `/webhook/esign/${BENCH_SECRETS.ESIGN_WEBHOOK_SECRETS}/`
     const repeated = Array.from({ length: REPEATED_BODIES }, (_, n) => webhookBody(n))
     for (const body of repeated) await assertAnswers(baseUrl, { path, method: 'POST', headers: json, body })
     return () => ({

@@ -1,8 +1,8 @@
 import type { ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { DEMO_SECRETS } from '../src/config.js'
 import { freePort, spawnNode, waitForServer, type StartTimes } from './processes.js'
+import { BENCH_SECRETS } from './secrets.js'
 
 export const REPO_ROOT = join(import.meta.dirname, '..')
 
@@ -43,8 +43,8 @@ export function productionNodeFlags(root = REPO_ROOT): string[] {
 
 /**
  * The built service (`node dist/server.js` with `npm start`'s flags, as in production: run `npm run build` first) as
- * its own process on a free loopback port, with NODE_ENV=production and the demo secrets set
- * explicitly. Resolves once `/health/ready` answers 200, with the start-up times.
+ * its own process on a free loopback port, with NODE_ENV=production, the bench's own secrets
+ * (bench/secrets.ts) and ALLOW_DEMO_DATA=true: the bench's database holds the demo accounts. Resolves once `/health/ready` answers 200, with the start-up times.
  */
 export async function startService(options: ServiceOptions): Promise<RunningServer> {
   const port = await freePort()
@@ -57,9 +57,9 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     PORT: String(port),
     LOG_LEVEL: options.logLevel,
     DATABASE_POOL_SIZE: String(options.poolSize),
-    ...DEMO_SECRETS,
-    // Production refuses the demo secrets unless told a demo is meant (issue 15).
-    ALLOW_DEMO_SECRETS: 'true',
+    ...BENCH_SECRETS,
+    // The bench logs in as the demo users: production refuses their database unless told (issue 33).
+    ALLOW_DEMO_DATA: 'true',
     // Tokens must outlive a long run; the lifetime changes no per-request work.
     ACCESS_TOKEN_TTL: '1h',
     METRICS_PORT: String(metricsPort),
@@ -94,7 +94,7 @@ export async function startFloorServer(options: {
     LOG_LEVEL: options.logLevel,
     DATABASE_URL: options.databaseUrl,
     DATABASE_POOL_SIZE: String(options.poolSize),
-    JWT_SIGNING_KEY: DEMO_SECRETS.JWT_SIGNING_KEY,
+    JWT_SIGNING_KEY: BENCH_SECRETS.JWT_SIGNING_KEY,
   }
   const spawnedAt = performance.now()
   const child = spawnNode({
@@ -122,7 +122,7 @@ export async function startOwnSqlFloor(databaseUrl: string, poolSize: number): P
       LOG_LEVEL: 'info',
       DATABASE_URL: databaseUrl,
       DATABASE_POOL_SIZE: String(poolSize),
-      JWT_SIGNING_KEY: DEMO_SECRETS.JWT_SIGNING_KEY,
+      JWT_SIGNING_KEY: BENCH_SECRETS.JWT_SIGNING_KEY,
     },
     cwd: REPO_ROOT,
   })

@@ -171,7 +171,6 @@ class VolumeBench {
       database: { kind: 'postgres', url: databaseUrl },
       logLevel: 'info',
       poolSize: this.options.poolSize,
-      env: { ALLOW_DEMO_SECRETS: 'true' },
       logFile: join(tmpdir(), `volume-bench-service-${process.pid}.log`),
     })
     const floor = await startOwnSqlFloor(databaseUrl, this.options.poolSize)

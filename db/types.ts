@@ -239,6 +239,13 @@ export interface IdempotencyKeysTable {
   created_at: DefaultTimestamp
 }
 
+/** The mark of a production database (migration 0010): `seed` refuses the demo data there. */
+export interface DeploymentMarksTable {
+  name: 'production'
+  marked_by: 'migrate' | 'service'
+  marked_at: DefaultTimestamp
+}
+
 export interface Database {
   users: UsersTable
   companies: CompaniesTable
@@ -259,6 +266,7 @@ export interface Database {
   signature_signers: SignatureSignersTable
   webhook_deliveries: WebhookDeliveriesTable
   idempotency_keys: IdempotencyKeysTable
+  deployment_marks: DeploymentMarksTable
 }
 
 /** What repository functions take: the app's Kysely instance or an open transaction. */

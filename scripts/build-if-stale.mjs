@@ -7,7 +7,7 @@ import { readdirSync, statSync } from 'node:fs'
 import path from 'node:path'
 
 const root = path.join(import.meta.dirname, '..')
-const BUNDLES = ['server.js', 'migrate.js', 'seed.js', 'confirmation-link.js', 'retention.js', 'disable-user.js']
+const BUNDLES = ['server.js', 'migrate.js', 'seed.js', 'unseed.js', 'confirmation-link.js', 'retention.js', 'disable-user.js']
 const SOURCES = ['src', 'schemas', 'db', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs']
 
 /** The newest modification time under a file or folder. */

@@ -63,6 +63,7 @@ await build({
     server: 'src/server.ts',
     migrate: 'src/cli/migrate.ts',
     seed: 'src/cli/seed.ts',
+    unseed: 'src/cli/unseed.ts',
     'confirmation-link': 'src/cli/confirmation-link.ts',
     retention: 'src/cli/retention.ts',
     'disable-user': 'src/cli/disable-user.ts',

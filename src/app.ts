@@ -136,7 +136,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(requestDeadline, { timeoutMs: config.handlerTimeoutMs })
   await app.register(drainingPlugin)
   await app.register(databasePlugin, { db: database.db, owned: options.database === undefined, problems: database.problems, probe: database.probe })
-  await app.register(docsPlugin)
+  await app.register(docsPlugin, { publicBaseUrl: config.publicBaseUrl })
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)
   // A claim outlives any handler: one past HANDLER_TIMEOUT still runs, and must not run twice.

@@ -60,6 +60,8 @@ export interface Config {
   esignWebhookSecrets: string[]
   esignWebhookHmacKey: string | undefined
   redisUrl: string | undefined
+  /** Where partners reach this API (PUBLIC_BASE_URL), without a trailing slash: /docs/json's server, confirmation-link's URLs. */
+  publicBaseUrl: string | undefined
   trustProxy: TrustProxy
   logLevel: string
   /** Seconds: whole request received (slow bodies end as 408), idle keep-alive, idle socket. */
@@ -78,7 +80,7 @@ export interface Config {
   helperThreadNiceness: number
 }
 
-/** Demo secrets: refused in production (in any case) unless ALLOW_DEMO_SECRETS=true. */
+/** Demo secrets, published: the embedded demo database's outside production, refused anywhere else (in any case). */
 export const DEMO_SECRETS = {
   JWT_SIGNING_KEY: 'demo-jwt-signing-key-change-me-in-production-0000',
   LEGACY_SECRET_KEY: 'demo-legacy-secret',
@@ -207,45 +209,72 @@ function loadJwtSigningKeys(env: Environment, secret: string | undefined): JwtSi
 
 type SecretName = keyof typeof PRODUCTION_SECRET_RULES
 
-/** Secrets production cannot run without (JWT_SIGNING_KEY unless a key pair is given). */
+/** Secrets the service cannot run without off the embedded demo (JWT_SIGNING_KEY unless a key pair is given). */
 const REQUIRED_SECRETS = ['JWT_SIGNING_KEY', 'LEGACY_SECRET_KEY', 'ESIGN_WEBHOOK_SECRETS'] as const
 const ALL_SECRETS = Object.keys(PRODUCTION_SECRET_RULES) as SecretName[]
 
-/** Why each of `names` is unfit for production, as `NAME: reason`; ALLOW_DEMO_SECRETS=true lets the demo values (only) through. */
+/**
+ * Whether the secrets must be the operator's own: in production, and on any DATABASE_URL whatever
+ * NODE_ENV says. The demo values are published, so they serve the embedded demo database only: on a
+ * real database they would let anyone sign tokens, confirmation links and e-signature events.
+ */
+const ownSecretsRequired = (env: Environment): boolean => env.NODE_ENV === 'production' || env.DATABASE_URL !== undefined
+
+/** Why each of `names` is unfit, as `NAME: reason`: missing (where required), a demo value, or weak. */
 function secretProblems(env: Environment, names: readonly SecretName[]): string[] {
-  const acceptDemo = env.ALLOW_DEMO_SECRETS === 'true'
   return names.flatMap((name) => {
     const value = env[name]
     if (value === undefined || listItems(value).length === 0) {
       const required = (REQUIRED_SECRETS as readonly string[]).includes(name) && !(name === 'JWT_SIGNING_KEY' && env.JWT_PRIVATE_KEY)
-      return required && !acceptDemo ? [`${name}: required in production`] : []
+      return required ? [`${name}: required`] : []
     }
-    const weakness = variableWeakness(value, PRODUCTION_SECRET_RULES[name], { demoValues: Object.values(DEMO_SECRETS), acceptDemo })
+    const weakness = variableWeakness(value, PRODUCTION_SECRET_RULES[name], { demoValues: Object.values(DEMO_SECRETS) })
     return weakness ? [`${name}: ${weakness}`] : []
   })
 }
 
+/** How to fix a refusal of secrets, said once after the list of them. */
+const OWN_SECRETS_HINT =
+  'secrets of your own, in production and on any DATABASE_URL: the demo values serve the embedded demo database only; ' +
+  "make each with `openssl rand -hex 32` (LEGACY_SECRET_KEY: the old platform's SECRET_KEY, if 50 characters or more); " +
+  'minimums in docs/deployment.md'
+
 /**
- * In production every secret must be the operator's own and strong (src/secret-strength.ts):
- * missing, demo or weak values stop the start, whatever the database, unless ALLOW_DEMO_SECRETS=true
- * says a demo is meant (then the demo values pass, other values are still checked). And the
- * embedded database, which is the demo's, needs ALLOW_DEMO_DATA=true. Every problem is named at
- * once so that one failed start is enough to fix them.
+ * In production and on any DATABASE_URL every secret must be the operator's own and strong
+ * (src/secret-strength.ts): missing, demo or weak values stop the start. In production the embedded
+ * database, which is the demo's, also needs ALLOW_DEMO_DATA=true. Every problem is named at once so
+ * that one failed start is enough to fix them. ALLOW_DEMO_SECRETS, which let the demo values into
+ * production, is gone (docs/decisions.md); a deployment still setting it is told.
  */
-function checkProduction(env: Environment, names: readonly SecretName[] = ALL_SECRETS, database = true): void {
-  if (env.NODE_ENV !== 'production') return
+function checkSecrets(env: Environment, rawEnv: NodeJS.ProcessEnv, names: readonly SecretName[] = ALL_SECRETS, database = true): void {
   const problems: string[] = []
-  if (database && env.DATABASE_URL === undefined && !demoDataAllowed(env)) {
+  if (database && env.NODE_ENV === 'production' && env.DATABASE_URL === undefined && !demoDataAllowed(env)) {
     problems.push('DATABASE_URL: required in production (or ALLOW_DEMO_DATA=true to serve the embedded demo and its public logins)')
   }
-  const secrets = secretProblems(env, names)
+  const secrets = ownSecretsRequired(env) ? secretProblems(env, names) : []
   if (secrets.length > 0) {
-    problems.push(
-      `${secrets.join('; ')} (secrets of your own, minimums in docs/deployment.md, ` +
-        'or ALLOW_DEMO_SECRETS=true to run a demo with the documented demo secrets)',
-    )
+    const obsolete = rawEnv.ALLOW_DEMO_SECRETS ? '; ALLOW_DEMO_SECRETS is no longer read' : ''
+    problems.push(`${secrets.join('; ')} (${OWN_SECRETS_HINT}${obsolete})`)
   }
   if (problems.length > 0) throw new ConfigError(problems.join('; '))
+}
+
+/**
+ * PUBLIC_BASE_URL: an absolute http(s) URL with nothing but a host, port and path, kept without
+ * its trailing slash; the one source of the public address (a request's Host header is the client's word).
+ */
+function publicBaseUrlOf(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    throw new ConfigError(`PUBLIC_BASE_URL: not a URL: ${text}`)
+  }
+  if (url.username || url.password || url.search || url.hash || text.includes('#') || text.includes('?')) {
+    throw new ConfigError('PUBLIC_BASE_URL: an http(s) URL with a host and an optional path only (no user, query or fragment)')
+  }
+  return url.toString().replace(/\/+$/, '')
 }
 
 /** METRICS_PORT: 9464 (Prometheus' registered port for exporters) when unset; empty or 0 serves no metrics. */
@@ -258,11 +287,11 @@ function metricsPortOf(raw: string | undefined, validated: string | undefined): 
 
 /**
  * Validates the environment and returns typed settings. Secrets fall back to documented demo values
- * outside production (see checkProduction).
+ * on the embedded database outside production only (see checkSecrets).
  */
 export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
   const env = readEnvironment(rawEnv)
-  checkProduction(env)
+  checkSecrets(env, rawEnv)
   const secret = (name: keyof typeof DEMO_SECRETS): string => env[name] ?? DEMO_SECRETS[name]
 
   const port = Number(env.PORT ?? 3000)
@@ -322,6 +351,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     esignWebhookSecrets: splitList(secret('ESIGN_WEBHOOK_SECRETS')),
     esignWebhookHmacKey: env.ESIGN_WEBHOOK_HMAC_KEY,
     redisUrl: env.REDIS_URL,
+    publicBaseUrl: publicBaseUrlOf(env.PUBLIC_BASE_URL),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL ?? 'info',
     http: {
@@ -367,38 +397,52 @@ export function loadDatabaseSettings(rawEnv: NodeJS.ProcessEnv = process.env): D
   return databaseSettings(readEnvironment(rawEnv, DATABASE_VARIABLES))
 }
 
+/** `migrate` also reads NODE_ENV: under production it marks the database production (migration 0010). */
+export function loadMigrateSettings(rawEnv: NodeJS.ProcessEnv = process.env): DatabaseSettings & { production: boolean } {
+  const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV'])
+  return { ...databaseSettings(env), production: env.NODE_ENV === 'production' }
+}
+
 export interface ConfirmationLinkSettings extends DatabaseSettings {
   legacySecretKey: string
   /** Whether a new embedded database gets the demo data, as the service's start would give it. */
   demoData: boolean
   /** Seconds a link stays valid. */
   linkTtl: number
+  /** PUBLIC_BASE_URL: the link is printed as a full URL on it, else as a path. */
+  publicBaseUrl: string | undefined
 }
 
-/** `confirmation-link` also needs the old platform's secret (the demo one refused in production) and the link's lifetime. */
+/**
+ * `confirmation-link` also needs the old platform's secret and the link's lifetime. The demo secret
+ * signs links for the embedded demo only: on any DATABASE_URL, as in production, the secret must be
+ * the one the service checks links with, else the link printed would be refused.
+ */
 export function loadConfirmationLinkSettings(rawEnv: NodeJS.ProcessEnv = process.env): ConfirmationLinkSettings {
-  const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_SECRETS', 'ALLOW_DEMO_DATA', 'LEGACY_SECRET_KEY', 'LINK_TTL'])
-  checkProduction(env, ['LEGACY_SECRET_KEY'], false)
+  const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_DATA', 'LEGACY_SECRET_KEY', 'LINK_TTL', 'PUBLIC_BASE_URL'])
+  checkSecrets(env, rawEnv, ['LEGACY_SECRET_KEY'], false)
   return {
     ...databaseSettings(env),
     legacySecretKey: env.LEGACY_SECRET_KEY ?? DEMO_SECRETS.LEGACY_SECRET_KEY,
     demoData: demoDataAllowed(env),
     linkTtl: parseDuration(env.LINK_TTL ?? '3d'),
+    publicBaseUrl: publicBaseUrlOf(env.PUBLIC_BASE_URL),
   }
 }
 
 /**
  * `seed` loads public logins: in production only with ALLOW_DEMO_DATA=true, whatever the database
- * (its secrets are not its business: the service checks them).
+ * (its secrets are not its business: the service checks them). `allowDemoData` is that explicit
+ * word, which a database marked production also needs (src/cli/seed.ts).
  */
-export function loadSeedSettings(rawEnv: NodeJS.ProcessEnv = process.env): DatabaseSettings {
+export function loadSeedSettings(rawEnv: NodeJS.ProcessEnv = process.env): DatabaseSettings & { allowDemoData: boolean } {
   const env = readEnvironment(rawEnv, [...DATABASE_VARIABLES, 'NODE_ENV', 'ALLOW_DEMO_DATA'])
   if (!demoDataAllowed(env)) {
     throw new ConfigError(
       'ALLOW_DEMO_DATA: the demo data (users with a public password) is refused in production; set ALLOW_DEMO_DATA=true to load it anyway',
     )
   }
-  return databaseSettings(env)
+  return { ...databaseSettings(env), allowDemoData: env.ALLOW_DEMO_DATA === 'true' }
 }
 
 /** `disable-user` also writes its audit event as a log line, at LOG_LEVEL. */

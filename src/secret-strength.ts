@@ -36,14 +36,12 @@ function isRepeatedRun(text: string): boolean {
 export interface DemoValues {
   /** The documented demo secrets, refused in any case. */
   demoValues: readonly string[]
-  /** A demo is meant (ALLOW_DEMO_SECRETS=true): the demo values pass; any other value is still checked. */
-  acceptDemo?: boolean
 }
 
 /** Why `secret` is unfit for production, or undefined when it is fit. */
-export function secretWeakness(secret: string, minLength: number, { demoValues, acceptDemo = false }: DemoValues): string | undefined {
+export function secretWeakness(secret: string, minLength: number, { demoValues }: DemoValues): string | undefined {
   const lower = secret.toLowerCase()
-  if (demoValues.some((demo) => demo.toLowerCase() === lower)) return acceptDemo ? undefined : 'a demo value'
+  if (demoValues.some((demo) => demo.toLowerCase() === lower)) return 'a demo value'
   if (secret.length < minLength) return `shorter than ${minLength} characters`
   if (new Set(secret).size < MIN_DISTINCT_CHARACTERS) return `fewer than ${MIN_DISTINCT_CHARACTERS} different characters`
   if (isRepeatedRun(secret)) return 'a short run repeated'

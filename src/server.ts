@@ -1,9 +1,11 @@
 import './require-node.js'
 import closeWithGrace from 'close-with-grace'
+import type { FastifyInstance } from 'fastify'
 import { DEMO_PASSWORD, seedDemoUnlessPresent } from '../db/seed/demo.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { DataDirInUse } from './db/data-dir-lock.js'
+import { markProductionAndFindDemoAccounts } from './db/production-mark.js'
 import { lowerHelperThreadPriority } from './lib/thread-priority.js'
 import { listenAndAnnounce } from './observability/start-line.js'
 import { startMetricsServer } from './plugins/metrics.js'
@@ -29,6 +31,37 @@ function portInUse(error: unknown, config: Config): string | undefined {
   return `port ${port} is in use by another process (another \`npm start\`?): stop it, or start on another port: PORT=${port + 1} npm start`
 }
 
+/** Stops the start with one line on stderr, the app closed first. */
+async function refuseStart(app: FastifyInstance, line: string): Promise<never> {
+  process.stderr.write(`${line}\n`)
+  await app.close().catch(() => undefined)
+  process.exit(1)
+}
+
+/**
+ * A production start marks the database production and looks for the demo accounts (one
+ * statement): their passwords are published, so production refuses them unless ALLOW_DEMO_DATA=true
+ * says a demo or staging deployment is meant; then the start line names them in a warning.
+ */
+async function demoAccountsAtStart(app: FastifyInstance, config: Config): Promise<string[]> {
+  if (config.env !== 'production') return []
+  let accounts: string[]
+  try {
+    accounts = await markProductionAndFindDemoAccounts(app.db)
+  } catch (error) {
+    return refuseStart(app, `cannot check the database for demo accounts before serving: ${(error as Error).message.split('\n')[0]}`)
+  }
+  if (accounts.length > 0 && !config.demoData) {
+    return refuseStart(
+      app,
+      `the database holds the demo accounts ${accounts.join(', ')}, whose passwords are published (docs/demo-data.md): ` +
+        'remove the demo data with `npm run unseed` (in the image: `node dist/unseed.js`), ' +
+        'or set ALLOW_DEMO_DATA=true if a demo or staging deployment is meant',
+    )
+  }
+  return accounts
+}
+
 /** Entry point: validate the environment, build the app, listen, and shut down gracefully. */
 async function main(): Promise<void> {
   let config
@@ -48,6 +81,7 @@ async function main(): Promise<void> {
     process.stderr.write(`${error.message}\n`)
     process.exit(1)
   })
+  const demoAccounts = await demoAccountsAtStart(app, config)
   // SIGTERM: readiness 503 and Connection: close at once, serve on for DRAIN_DELAY (the gateway and
   // the orchestrator stop sending), then stop accepting, finish requests in flight, close the pool
   // and exit 0; all within SHUTDOWN_TIMEOUT, else exit 1. SIGINT (a terminal) skips the delay.
@@ -64,7 +98,8 @@ async function main(): Promise<void> {
   })
   try {
     // The embedded database is the demo: its login is printed with the URL.
-    await listenAndAnnounce(app, config, config.databaseUrl === undefined ? { email: 'alice@acme.example', password: DEMO_PASSWORD } : undefined)
+    const login = config.databaseUrl === undefined ? { email: 'alice@acme.example', password: DEMO_PASSWORD } : undefined
+    await listenAndAnnounce(app, config, { login, accounts: demoAccounts })
     if (config.metricsPort !== undefined) await startMetricsServer(app, config.metricsPort, config.metricsHost)
   } catch (error) {
     const busy = portInUse(error, config)

@@ -357,6 +357,58 @@ async function seedChat(db: Kysely<Database>, now: Date): Promise<void> {
     .execute()
 }
 
+export interface RemovedDemoData {
+  /** The e-mails of the demo users removed, in order. */
+  users: string[]
+  companies: number
+}
+
+/**
+ * Deletes the demo data (`npm run unseed`), in one transaction: the demo users with their
+ * memberships, sessions and idempotency answers, and the demo companies with everything of theirs
+ * (roles, KYC, accounts, customers, titles, documents, envelopes, bids, operations, chats) and
+ * every row of another company that deals with them (a bid on a demo title, a chat with a demo
+ * role). Rows are found by the fixed ids of db/seed/ids.ts, never by their content. A row of
+ * another company that still names a demo user (an account a demo user removed) stops it, with
+ * nothing deleted.
+ */
+export async function removeDemoData(db: Kysely<Database>): Promise<RemovedDemoData> {
+  const users = sql.join(Object.values(DEMO.users))
+  const companies = sql.join(Object.values(DEMO.companies))
+  const roles = sql`SELECT id FROM company_roles WHERE company_id IN (${companies})`
+  const titles = sql`SELECT id FROM titles WHERE seller_company_role_id IN (${roles})`
+  const documents = sql`SELECT id FROM title_documents WHERE title_id IN (${titles})`
+  const envelopes = sql`SELECT id FROM signature_envelopes WHERE title_document_id IN (${documents})`
+  return db.transaction().execute(async (trx) => {
+    const found = await sql<{ email: string }>`SELECT email FROM users WHERE id IN (${users}) ORDER BY email`.execute(trx)
+    // Children before their parents; each subquery still sees the parents it selects from.
+    for (const statement of [
+      sql`DELETE FROM signature_signers WHERE envelope_id IN (${envelopes})`,
+      sql`DELETE FROM signature_envelopes WHERE id IN (${envelopes})`,
+      sql`DELETE FROM title_documents WHERE id IN (${documents})`,
+      sql`DELETE FROM operations WHERE title_id IN (${titles}) OR buyer_company_role_id IN (${roles})`,
+      sql`DELETE FROM bids WHERE title_id IN (${titles}) OR buyer_company_role_id IN (${roles})`,
+      sql`DELETE FROM titles WHERE id IN (${titles})`,
+      sql`DELETE FROM customers WHERE company_role_id IN (${roles})`,
+      sql`DELETE FROM chat_conversations WHERE buyer_company_role_id IN (${roles}) OR seller_company_role_id IN (${roles})`,
+      sql`DELETE FROM company_role_presence WHERE company_role_id IN (${roles})`,
+      sql`DELETE FROM document_solicitations
+          WHERE buyer_company_role_id IN (${roles}) OR seller_company_role_id IN (${roles}) OR created_by IN (${users})`,
+      sql`DELETE FROM kyc_documents WHERE company_id IN (${companies})`,
+      sql`DELETE FROM bank_accounts WHERE company_id IN (${companies})`,
+      sql`DELETE FROM memberships WHERE user_id IN (${users}) OR company_role_id IN (${roles})`,
+      sql`DELETE FROM token_families WHERE user_id IN (${users})`,
+      sql`DELETE FROM idempotency_keys WHERE scope IN (${users})`,
+      sql`DELETE FROM company_roles WHERE company_id IN (${companies})`,
+    ]) {
+      await statement.execute(trx)
+    }
+    const removedCompanies = await sql`DELETE FROM companies WHERE id IN (${companies})`.execute(trx)
+    await sql`DELETE FROM users WHERE id IN (${users})`.execute(trx)
+    return { users: found.rows.map((row) => row.email), companies: Number(removedCompanies.numAffectedRows ?? 0) }
+  })
+}
+
 /** Empties every table the service owns (the tests reset between cases with it). */
 export async function truncateAll(db: Kysely<Database>): Promise<void> {
   const tables = [
@@ -379,6 +431,7 @@ export async function truncateAll(db: Kysely<Database>): Promise<void> {
     'company_roles',
     'companies',
     'users',
+    'deployment_marks',
   ]
   await sql`TRUNCATE ${sql.join(tables.map((table) => sql.table(table)))}`.execute(db)
 }

@@ -45,8 +45,7 @@ await runCommand('confirmation-link', async () => {
     if (!user || reason) throw new CommandError(`${email}: ${reason ?? 'no user has this e-mail'}`)
     const now = new Date()
     const path = confirmationPath(user, settings.legacySecretKey, now)
-    const base = process.env.PUBLIC_BASE_URL?.replace(/\/+$/, '')
-    process.stdout.write(`${base ? `${base}${path}` : path}\n`)
+    process.stdout.write(`${settings.publicBaseUrl ?? ''}${path}\n`)
     const validUntil = new Date(now.getTime() + settings.linkTtl * 1000).toISOString()
     process.stderr.write(`valid until ${validUntil}, or until the account is confirmed or its password changes\n`)
   } catch (error) {

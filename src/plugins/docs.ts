@@ -1,6 +1,6 @@
 import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { OPTIONAL_BODY, Problem } from '../../schemas/common.js'
 import { BEARER_SCHEME, documentInfo, documentServers, documentTags, securitySchemes } from '../../schemas/document.js'
@@ -40,18 +40,20 @@ function applyOptionalBodies(document: OpenApiDocument): OpenApiDocument {
   return document
 }
 
-/** A Host header that is a host name or address with an optional port, nothing else. */
-const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/
+export interface DocsOptions {
+  /** PUBLIC_BASE_URL: the one server `/docs/json` lists, when configured. */
+  publicBaseUrl?: string | undefined
+}
 
 /**
- * `/docs/json` lists first, as an absolute URL, the host it was fetched from: the UI's "Try it out"
- * calls it, and so does a client generated from the download (the relative `/` is then redundant).
+ * The servers of `/docs/json`: PUBLIC_BASE_URL alone when configured, else the relative `/` first
+ * (the UI's "Try it out" then calls the host it was fetched from). Never the request's Host header,
+ * which the client chooses: an echo would put a forged address in a document others may be sent.
  */
-function servedFrom(document: Record<string, unknown>, request: FastifyRequest): Record<string, unknown> {
-  if (!PLAIN_HOST.test(request.host)) return document
-  const here = { url: `${request.protocol}://${request.host}`, description: 'The host serving this document' }
-  const others = documentServers.filter((server) => server.url !== '/' && server.url !== here.url)
-  return { ...document, servers: [here, ...others] }
+function servedServers(publicBaseUrl: string | undefined): typeof documentServers {
+  if (publicBaseUrl) return [{ url: publicBaseUrl, description: 'This deployment (PUBLIC_BASE_URL)' }]
+  const relative = documentServers.filter((server) => server.url === '/')
+  return [...relative, ...documentServers.filter((server) => server.url !== '/')]
 }
 
 /**
@@ -59,7 +61,8 @@ function servedFrom(document: Record<string, unknown>, request: FastifyRequest):
  * at `/docs`. Each route's security follows its `public` config, so the document cannot drift.
  */
 export default fp(
-  async function docsPlugin(app: FastifyInstance) {
+  async function docsPlugin(app: FastifyInstance, options: DocsOptions) {
+    const servers = servedServers(options.publicBaseUrl)
     app.addSchema(Problem)
     await app.register(fastifySwagger, {
       openapi: {
@@ -85,7 +88,7 @@ export default fp(
       })
       await docs.register(fastifySwaggerUi, {
         routePrefix: '/docs',
-        transformSpecification: servedFrom,
+        transformSpecification: (document: Record<string, unknown>) => ({ ...document, servers }),
         // swagger-ui's own policy, with hashes of its inline scripts; the page may not be framed,
         // and it keeps the scheme it was served with (TLS ends at the gateway).
         staticCSP: true,

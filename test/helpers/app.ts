@@ -5,14 +5,16 @@ import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { resetDatabase, testDatabase } from './database.js'
 import { recordConformance } from './openapi-conformance.js'
+import { TEST_SECRETS } from './secrets.js'
 
 export { DEMO } from '../../db/seed/ids.js'
 import { DEMO_PASSWORD } from '../../db/seed/demo.js'
 export { DEMO_PASSWORD, LEGACY_DEMO_PASSWORD } from '../../db/seed/demo.js'
 
 export function testConfig(env: Record<string, string> = {}): Config {
-  // No floor on failed logins unless a test asks for one: it would only make the suite wait.
-  return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', LOGIN_FAILURE_MIN_MS: '0', ...env })
+  // No floor on failed logins unless a test asks for one: it would only make the suite wait. The
+  // test run's own secrets (test/helpers/secrets.ts), never the demo's: the rule they obey is the product's.
+  return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', LOGIN_FAILURE_MIN_MS: '0', ...TEST_SECRETS, ...env })
 }
 
 export interface TestAppOptions extends BuildOptions {

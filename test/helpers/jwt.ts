@@ -1,10 +1,10 @@
 import { createHmac, sign as cryptoSign, type KeyObject } from 'node:crypto'
-import { DEMO_SECRETS } from '../../src/config.js'
+import { TEST_SECRETS } from './secrets.js'
 
 const part = (value: object): string => Buffer.from(JSON.stringify(value)).toString('base64url')
 
 /** A token signed by hand, to forge what the service must refuse. */
-export function forgeHs256(claims: object, secret: string = DEMO_SECRETS.JWT_SIGNING_KEY, header: object = { alg: 'HS256', typ: 'JWT' }): string {
+export function forgeHs256(claims: object, secret: string = TEST_SECRETS.JWT_SIGNING_KEY, header: object = { alg: 'HS256', typ: 'JWT' }): string {
   const unsigned = `${part(header)}.${part(claims)}`
   return `${unsigned}.${createHmac('sha256', secret).update(unsigned).digest('base64url')}`
 }

@@ -6,6 +6,7 @@ import { afterEach, beforeEach } from 'vitest'
 import { databaseUrl } from './database-url.js'
 import { freePort } from './ports.js'
 import { resetDatabase, testDatabase, workerSchema } from './database.js'
+import { TEST_SECRETS } from './secrets.js'
 
 export interface ServerProcess {
   child: ChildProcess
@@ -53,6 +54,8 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
       LOG_LEVEL: 'info',
       // Many processes at once: none serves metrics unless its test gives it a port.
       METRICS_PORT: '0',
+      // The test run's own secrets, as any DATABASE_URL requires (a test may replace or blank them).
+      ...TEST_SECRETS,
       ...(serverUrl ? { DATABASE_URL: databaseUrl(serverUrl, { schema: workerSchema() }) } : { PGLITE_DIR: dataDir ?? '' }),
       ...env,
     },

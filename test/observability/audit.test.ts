@@ -4,7 +4,7 @@ import type { LogDestination } from '../../src/logging.js'
 import { AUDIT_EVENTS, emailDigest } from '../../src/observability/audit.js'
 import { DEMO, DEMO_PASSWORD, obtainTokens, useTestApp } from '../helpers/app.js'
 import { linkFor } from '../registration/links.js'
-import { notification, postWebhook } from '../webhooks/helpers.js'
+import { notification, postWebhook, WEBHOOK_SECRET } from '../webhooks/helpers.js'
 
 const HMAC_KEY = 'audit-test-hmac-key-0123456789'
 const lines: string[] = []
@@ -124,6 +124,6 @@ describe('audit events (issue 19)', () => {
       [WARN, 'secret', 'esign'],
       [WARN, 'signature', 'esign'],
     ])
-    expectNowhere('not-the-secret-5d1e', HMAC_KEY, 'demo-esign-secret')
+    expectNowhere('not-the-secret-5d1e', HMAC_KEY, WEBHOOK_SECRET)
   })
 })

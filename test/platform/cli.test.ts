@@ -5,6 +5,7 @@ import path from 'node:path'
 import pg from 'pg'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { DEMO_PASSWORD } from '../../db/seed/demo.js'
+import { DEMO } from '../../db/seed/ids.js'
 import { freePort } from '../helpers/ports.js'
 import { startServerProcess } from '../helpers/server-process.js'
 
@@ -20,7 +21,11 @@ interface Run {
   stderr: string
 }
 
-function runCommand(command: 'migrate' | 'seed' | 'confirmation-link' | 'retention', args: string[], env: Record<string, string>): Promise<Run> {
+function runCommand(
+  command: 'migrate' | 'seed' | 'unseed' | 'confirmation-link' | 'retention',
+  args: string[],
+  env: Record<string, string>,
+): Promise<Run> {
   const child = spawn(process.execPath, ['--import', 'tsx', `src/cli/${command}.ts`, ...args], {
     // Nothing inherited but PATH: no DATABASE_URL, secrets or NODE_ENV from the test run.
     env: { PATH: process.env.PATH ?? '', ...env },
@@ -50,6 +55,31 @@ function expectOneLine(run: Run): string {
 const SEED_REFUSAL =
   'seed: configuration error: ALLOW_DEMO_DATA: the demo data (users with a public password) is refused in production; ' +
   'set ALLOW_DEMO_DATA=true to load it anyway'
+
+/** seed on a database a production migrate or start has marked (issue 33, item 3). */
+const MARKED_REFUSAL =
+  /^seed: this database is marked production \(by (migrate|the service's start) at \d{4}-\d\d-\d\dT[\d:.]+Z\): the demo data \(users with a public password\) is refused there; set ALLOW_DEMO_DATA=true if a demo or staging deployment is meant$/
+
+/** A company of the operator's own, beside the demo's. */
+const OWN = { company: '2f000000-0000-4000-8000-000000000001', role: '3f000000-0000-4000-8000-000000000001' }
+
+/** Every demo account (docs/demo-data.md), as production names them. */
+const DEMO_EMAILS = [
+  'alice@acme.example',
+  'bob@beta.example',
+  'carol@gamma.example',
+  'dave@delta.example',
+  'erin@acme.example',
+  'frank@acme.example',
+  'lucas@legacy.example',
+  'maria@legacy.example',
+]
+
+const DEMO_ACCOUNTS_REFUSAL =
+  `the database holds the demo accounts ${DEMO_EMAILS.join(', ')}, whose passwords are published (docs/demo-data.md): ` +
+  'remove the demo data with `npm run unseed` (in the image: `node dist/unseed.js`), or set ALLOW_DEMO_DATA=true if a demo or staging deployment is meant'
+
+const UNSEED_DONE = `demo data removed: the users ${DEMO_EMAILS.join(', ')}; 4 companies with their roles, titles, documents and accounts\n`
 
 /** An old platform's key as Django makes them (50 characters). */
 const LEGACY_KEY = 'k#8v!q2@z$w5^m9&x3*p7(r1)t6_y4-n0=b+c%d;e:f<g>h?j.'
@@ -102,8 +132,8 @@ describe('the commands on the embedded database', { timeout: SLOW }, () => {
     const refused = await runCommand('confirmation-link', ['maria@legacy.example'], env)
     expect(refused.code).toBe(1)
     const line = expectOneLine(refused)
-    expect(line).toMatch(/^confirmation-link: configuration error: LEGACY_SECRET_KEY: required in production/)
-    expect(line).not.toMatch(/JWT|ESIGN|DATABASE_URL/)
+    expect(line).toMatch(/^confirmation-link: configuration error: LEGACY_SECRET_KEY: required \(/)
+    expect(line).not.toMatch(/JWT|ESIGN|DATABASE_URL: required/)
     const weak = await runCommand('confirmation-link', ['maria@legacy.example'], { ...env, LEGACY_SECRET_KEY: 'the-old-secret' })
     expect(expectOneLine(weak)).toMatch(/^confirmation-link: configuration error: LEGACY_SECRET_KEY: shorter than 50 characters/)
     const link = await runCommand('confirmation-link', ['maria@legacy.example'], { ...env, LEGACY_SECRET_KEY: LEGACY_KEY })
@@ -114,6 +144,40 @@ describe('the commands on the embedded database', { timeout: SLOW }, () => {
     expect(expectOneLine(confirmed)).toBe(
       'confirmation-link: lucas@legacy.example: this migrated account is already confirmed; the user logs in with their password',
     )
+  })
+
+  it('confirmation-link prints a full URL on PUBLIC_BASE_URL, validated as the service validates it (issue 33, item 13)', async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'receivables-cli-'))
+    // A new embedded database gets the demo data, as the service's start would give it.
+    const env = { PGLITE_DIR: path.join(dataDir, 'pglite'), LEGACY_SECRET_KEY: LEGACY_KEY }
+    const full = await runCommand('confirmation-link', ['maria@legacy.example'], {
+      ...env,
+      PUBLIC_BASE_URL: 'https://app.platform.example/',
+    })
+    expect(full.stdout).toMatch(/^https:\/\/app\.platform\.example\/api\/registration\/v1\/confirm-migration-account\/[\w-]+\/[\w-]+\n$/)
+    const badBase = await runCommand('confirmation-link', ['maria@legacy.example'], {
+      ...env,
+      PUBLIC_BASE_URL: 'app.platform.example',
+    })
+    expect(expectOneLine(badBase)).toMatch(/^confirmation-link: configuration error: invalid environment: PUBLIC_BASE_URL: /)
+  })
+
+  it('seed refuses a database that migrate marked production; unseed removes the demo data (issue 33, item 3)', async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'receivables-cli-'))
+    const env = { PGLITE_DIR: path.join(dataDir, 'pglite') }
+    const migrate = await runCommand('migrate', [], { ...env, NODE_ENV: 'production' })
+    expect(migrate.code).toBe(0)
+    expect(migrate.stdout).toMatch(/\nmarked as a production database: `seed` refuses the demo data there unless ALLOW_DEMO_DATA=true\n$/)
+    // Without NODE_ENV, as `npm run seed` was run: the mark refuses it.
+    const refused = await runCommand('seed', [], env)
+    expect(refused.code).toBe(1)
+    expect(expectOneLine(refused)).toMatch(MARKED_REFUSAL)
+    const seed = await runCommand('seed', [], { ...env, ALLOW_DEMO_DATA: 'true' })
+    expect(seed.stdout).toBe('demo data loaded\n')
+    const unseed = await runCommand('unseed', [], env)
+    expect(unseed.code).toBe(0)
+    expect(unseed.stdout).toBe(UNSEED_DONE)
+    expect((await runCommand('unseed', [], env)).stdout).toBe('no demo data; nothing to do\n')
   })
 
   it('names a data folder it cannot make, and the fix', async () => {
@@ -142,6 +206,29 @@ describe('the commands and a PostgreSQL server they cannot use', { timeout: SLOW
     const run = await runCommand('migrate', [], { DATABASE_URL: 'postgres://postgres@no-such-host.invalid:5432/receivables' })
     expect(run.code).toBe(1)
     expect(expectOneLine(run)).toMatch(/^migrate: (host "no-such-host\.invalid" not found: fix the host in DATABASE_URL|cannot reach|no answer from)/)
+  })
+
+  it('confirmation-link refuses a missing or demo LEGACY_SECRET_KEY on any DATABASE_URL, whatever NODE_ENV (issue 33, item 13)', async () => {
+    // Refused before connecting: a link signed with the demo key would be refused by the service.
+    const port = await closedPort()
+    const cases: Record<string, string>[] = [
+      {},
+      { NODE_ENV: 'development' },
+      { LEGACY_SECRET_KEY: 'demo-legacy-secret' },
+      { LEGACY_SECRET_KEY: 'DEMO-LEGACY-SECRET' },
+    ]
+    for (const env of cases) {
+      const run = await runCommand('confirmation-link', ['maria@legacy.example'], {
+        DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/receivables`,
+        ...env,
+      })
+      expect(run.code).toBe(1)
+      const line = expectOneLine(run)
+      expect(line).toMatch(
+        /^confirmation-link: configuration error: LEGACY_SECRET_KEY: (required|a demo value) \(secrets of your own, in production and on any DATABASE_URL/,
+      )
+      expect(line).not.toMatch(/JWT|ESIGN/)
+    }
   })
 
   it('a DATABASE_URL that is not one, and an unknown argument', async () => {
@@ -193,9 +280,10 @@ describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout
     }
   })
 
-  it("the README's steps: migrate --create-database, seed, start, in production without the service's secrets", async () => {
+  it("the docs' steps on a fresh server, production on demo accounts refused until unseed or ALLOW_DEMO_DATA=true (issue 33, item 3)", async () => {
     await dropDatabase()
-    const env = { NODE_ENV: 'production', DATABASE_URL: databaseUrl }
+    // The docs' recipe: migrate with the database's credentials alone, no NODE_ENV.
+    const env = { DATABASE_URL: databaseUrl }
     const created = await runCommand('migrate', ['--create-database'], env)
     expect(created.stderr).toBe('')
     expect(created.code).toBe(0)
@@ -203,9 +291,10 @@ describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout
     // Again: the database is there, nothing to do.
     const again = await runCommand('migrate', ['--create-database'], env)
     expect(again.stdout).toBe('database is up to date\n')
-    // The service on it with strong secrets of its own, before any seed: no demo login (issue 26, item 1).
-    const secrets = { ...env, ...STRONG_SECRETS }
-    const empty = await startServerProcess(secrets)
+    // The service in production with strong secrets of its own, before any seed: no demo login
+    // (issue 26, item 1); its start marks the database production.
+    const production = { NODE_ENV: 'production', ...env, ...STRONG_SECRETS }
+    const empty = await startServerProcess(production)
     try {
       expect((await fetch(`${empty.baseUrl}/health/ready`)).status).toBe(200)
       expect((await demoLogin(empty.baseUrl)).status).toBe(401)
@@ -213,9 +302,14 @@ describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout
     } finally {
       await empty.cleanup()
     }
-    const refusedSeed = await runCommand('seed', [], env)
+    // The demo data is refused there, in production and, the database being marked, without NODE_ENV.
+    const refusedSeed = await runCommand('seed', [], { ...env, NODE_ENV: 'production' })
     expect(refusedSeed.code).toBe(1)
     expect(expectOneLine(refusedSeed)).toBe(SEED_REFUSAL)
+    const markedSeed = await runCommand('seed', [], env)
+    expect(markedSeed.code).toBe(1)
+    expect(expectOneLine(markedSeed)).toMatch(MARKED_REFUSAL)
+    // A demo or staging deployment says so.
     const seed = await runCommand('seed', [], { ...env, ALLOW_DEMO_DATA: 'true' })
     expect(seed.code).toBe(0)
     expect(seed.stdout).toBe('demo data loaded\n')
@@ -225,13 +319,77 @@ describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout
     expect(link.code).toBe(0)
     expect(link.stdout).toMatch(/^\/api\/registration\/v1\/confirm-migration-account\//)
 
-    // The service on it, with its secrets: the demo users someone chose to load log in.
-    const server = await startServerProcess(secrets)
+    // Production on the demo accounts: refused, naming them and the command that removes them.
+    await expect(startServerProcess(production)).rejects.toThrow(DEMO_ACCOUNTS_REFUSAL)
+
+    // Unless a demo or staging deployment is meant: then it serves, warning at start with their names.
+    const staging = await startServerProcess({ ...production, ALLOW_DEMO_DATA: 'true' })
     try {
-      expect((await fetch(`${server.baseUrl}/health/ready`)).status).toBe(200)
-      expect((await demoLogin(server.baseUrl)).status).toBe(200)
+      const start = staging.output
+        .map((line) => JSON.parse(line) as { level: number; msg: string })
+        .find((line) => line.msg.startsWith('listening on'))
+      expect(start?.level).toBe(40)
+      expect(start?.msg).toContain(`DEMO DATA IN PRODUCTION (ALLOW_DEMO_DATA=true), anyone can log in as its users: ${DEMO_EMAILS.join(', ')}`)
+      expect((await demoLogin(staging.baseUrl)).status).toBe(200)
+      // The link confirmation-link printed, with the service's own key, is accepted.
+      const confirm = await fetch(`${staging.baseUrl}${link.stdout.trim()}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ password: 'a-new-password-of-marias-own' }),
+      })
+      expect(confirm.status).toBe(201)
     } finally {
-      await server.cleanup()
+      await staging.cleanup()
+    }
+
+    // A company of the operator's own that dealt with the demo: its bid on a demo title goes with the
+    // demo, the company stays; an account of its that a demo user removed stops unseed, which removes nothing.
+    const client = new pg.Client({ connectionString: databaseUrl })
+    await client.connect()
+    try {
+      await client.query(`INSERT INTO companies (id, name, tax_id) VALUES ('${OWN.company}', 'Own Buyer Ltda', '98765432000110')`)
+      await client.query(`INSERT INTO company_roles (id, company_id, role) VALUES ('${OWN.role}', '${OWN.company}', 'buyer')`)
+      await client.query(
+        `INSERT INTO bids (title_id, buyer_company_role_id, monthly_rate, amount, status) VALUES ('${DEMO.titles.t1}', '${OWN.role}', 1.5, 14000, 'active')`,
+      )
+      await client.query(
+        `INSERT INTO bank_accounts (company_id, bank_code, branch, account_number, account_digit, account_type, holder_name, holder_tax_id, removed_at, removed_by)
+         VALUES ('${OWN.company}', '341', '0001', '99999', '1', 'checking', 'Own Buyer Ltda', '98765432000110', now(), '${DEMO.users.alice}')`,
+      )
+      const blocked = await runCommand('unseed', [], env)
+      expect(blocked.code).toBe(1)
+      expect(expectOneLine(blocked)).toMatch(
+        /^unseed: rows of other companies still refer to the demo data \(.*bank_accounts.*\); nothing was removed: /,
+      )
+      expect((await client.query('SELECT count(*)::int AS n FROM users')).rows[0]).toEqual({ n: 8 })
+      await client.query(`DELETE FROM bank_accounts WHERE company_id = '${OWN.company}'`)
+    } finally {
+      await client.end()
+    }
+
+    // `unseed` removes the demo data; production then starts on the database, without demo logins.
+    const unseed = await runCommand('unseed', [], env)
+    expect(unseed.stderr).toBe('')
+    expect(unseed.code).toBe(0)
+    expect(unseed.stdout).toBe(UNSEED_DONE)
+    const unseedAgain = await runCommand('unseed', [], env)
+    expect(unseedAgain.stdout).toBe('no demo data; nothing to do\n')
+    const left = new pg.Client({ connectionString: databaseUrl })
+    await left.connect()
+    try {
+      const counts = await left.query(
+        'SELECT (SELECT count(*) FROM companies)::int AS companies, (SELECT count(*) FROM company_roles)::int AS roles, (SELECT count(*) FROM bids)::int AS bids',
+      )
+      expect(counts.rows[0]).toEqual({ companies: 1, roles: 1, bids: 0 })
+    } finally {
+      await left.end()
+    }
+    const after = await startServerProcess(production)
+    try {
+      expect((await fetch(`${after.baseUrl}/health/ready`)).status).toBe(200)
+      expect((await demoLogin(after.baseUrl)).status).toBe(401)
+    } finally {
+      await after.cleanup()
     }
   })
 })

@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp } from '../helpers/app.js'
+import { TEST_SECRETS } from '../helpers/secrets.js'
 
 let app: FastifyInstance
 let port: number
@@ -127,7 +128,7 @@ describe('a body still arriving when HANDLER_TIMEOUT runs out (issue 26, item 8)
   })
 
   it('is answered 408 request_timeout (the client is late), not 503, and the connection closed', async () => {
-    const routes = ['/api/auth/v1/token', '/webhook/esign/demo-esign-secret/']
+    const routes = ['/api/auth/v1/token', `/webhook/esign/${TEST_SECRETS.ESIGN_WEBHOOK_SECRETS}/`]
     const answers = await Promise.all(
       routes.map((route) => {
         const head = `POST ${route} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"email":`

@@ -55,9 +55,7 @@ describe('configuration', () => {
 
   it('requires real secrets in production on a real database', () => {
     const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app' }
-    expect(() => loadConfig(production)).toThrowError(
-      'JWT_SIGNING_KEY: required in production; LEGACY_SECRET_KEY: required in production; ESIGN_WEBHOOK_SECRETS: required in production',
-    )
+    expect(() => loadConfig(production)).toThrowError(/^JWT_SIGNING_KEY: required; LEGACY_SECRET_KEY: required; ESIGN_WEBHOOK_SECRETS: required \(/)
     expect(() => loadConfig({ ...production, JWT_SIGNING_KEY: STRONG.jwt })).toThrowError(/^LEGACY_SECRET_KEY: required/)
     const complete = loadConfig({ ...production, ...STRONG_ENV })
     expect(complete.esignWebhookSecrets).toEqual([STRONG.hook])
@@ -66,7 +64,7 @@ describe('configuration', () => {
 
   it('refuses demo secrets in production whatever the database, naming every offending variable', () => {
     const message =
-      /^DATABASE_URL: required in production.*; JWT_SIGNING_KEY: required in production; LEGACY_SECRET_KEY: required in production; ESIGN_WEBHOOK_SECRETS: required in production.*ALLOW_DEMO_SECRETS=true/
+      /^DATABASE_URL: required in production.*; JWT_SIGNING_KEY: required; LEGACY_SECRET_KEY: required; ESIGN_WEBHOOK_SECRETS: required \(/
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrowError(message)
     // Spelling out the demo values is no better than leaving them out.
     expect(() =>
@@ -78,10 +76,39 @@ describe('configuration', () => {
         ESIGN_WEBHOOK_SECRETS: `${STRONG.hook},${DEMO_SECRETS.ESIGN_WEBHOOK_SECRETS}`,
       }),
     ).toThrowError(/^JWT_SIGNING_KEY: a demo value; ESIGN_WEBHOOK_SECRETS: item 2 a demo value \(/)
-    expect(loadConfig({ NODE_ENV: 'production', ALLOW_DEMO_SECRETS: 'true', ALLOW_DEMO_DATA: 'true' }).jwt).toMatchObject({
-      secret: DEMO_SECRETS.JWT_SIGNING_KEY,
-    })
-    expect(() => loadConfig({ NODE_ENV: 'production', ALLOW_DEMO_SECRETS: 'yes' })).toThrowError('ALLOW_DEMO_SECRETS')
+    // The embedded demo in production (ALLOW_DEMO_DATA=true) still needs secrets of its own.
+    expect(() => loadConfig({ NODE_ENV: 'production', ALLOW_DEMO_DATA: 'true' })).toThrowError(/^JWT_SIGNING_KEY: required; /)
+  })
+
+  it('refuses missing or demo secrets on any DATABASE_URL whatever NODE_ENV says, naming each and how to make one (issue 33, item 2)', () => {
+    for (const nodeEnv of [undefined, 'development', 'test', 'production']) {
+      const env = { DATABASE_URL: 'postgres://db/app', ...(nodeEnv ? { NODE_ENV: nodeEnv } : {}) }
+      const missing = () => loadConfig(env)
+      expect(missing, nodeEnv).toThrowError(ConfigError)
+      expect(missing, nodeEnv).toThrowError(/^JWT_SIGNING_KEY: required; LEGACY_SECRET_KEY: required; ESIGN_WEBHOOK_SECRETS: required \(/)
+      expect(missing, nodeEnv).toThrowError('`openssl rand -hex 32`')
+      expect(() =>
+        loadConfig({
+          ...env,
+          ...STRONG_ENV,
+          LEGACY_SECRET_KEY: DEMO_SECRETS.LEGACY_SECRET_KEY,
+          ESIGN_WEBHOOK_SECRETS: DEMO_SECRETS.ESIGN_WEBHOOK_SECRETS,
+        }),
+      ).toThrowError(/^LEGACY_SECRET_KEY: a demo value; ESIGN_WEBHOOK_SECRETS: a demo value \(/)
+      expect(loadConfig({ ...env, ...STRONG_ENV }).legacySecretKey).toBe(STRONG.legacy)
+    }
+    // The demo values belong to the embedded database outside production, and only there.
+    expect(loadConfig({ NODE_ENV: 'test' }).legacySecretKey).toBe(DEMO_SECRETS.LEGACY_SECRET_KEY)
+    expect(loadConfig({ NODE_ENV: 'development', DATABASE_URL: '' }).jwt).toMatchObject({ secret: DEMO_SECRETS.JWT_SIGNING_KEY })
+  })
+
+  it('no longer reads ALLOW_DEMO_SECRETS: demo secrets never reach production, and the refusal says so (issue 33, item 2)', () => {
+    const demo = { NODE_ENV: 'production', ALLOW_DEMO_SECRETS: 'true', ALLOW_DEMO_DATA: 'true', ...DEMO_SECRETS }
+    expect(() => loadConfig(demo)).toThrowError(
+      /^JWT_SIGNING_KEY: a demo value; LEGACY_SECRET_KEY: a demo value; ESIGN_WEBHOOK_SECRETS: a demo value \(/,
+    )
+    expect(() => loadConfig(demo)).toThrowError('ALLOW_DEMO_SECRETS is no longer read')
+    expect(() => loadConfig({ ...demo, DATABASE_URL: 'postgres://db/app', NODE_ENV: 'development' })).toThrowError(/^JWT_SIGNING_KEY: a demo value/)
   })
 
   it('refuses weak secrets in production, fallbacks included, and not in development (issue 26, items 3 and 4)', () => {
@@ -99,11 +126,6 @@ describe('configuration', () => {
       expect(() => loadConfig({ ...production, ...env }), reason).toThrowError(`${reason} (secrets of your own`)
       expect(loadConfig({ ...env, NODE_ENV: 'development' }).env).toBe('development')
     }
-    // A demo meant (ALLOW_DEMO_SECRETS=true) lets the demo values through, not a weak value of the operator's.
-    expect(() => loadConfig({ ...production, ALLOW_DEMO_SECRETS: 'true', ESIGN_WEBHOOK_SECRETS: 'a' })).toThrowError('ESIGN_WEBHOOK_SECRETS: shorter')
-    expect(loadConfig({ ...production, ALLOW_DEMO_SECRETS: 'true', ESIGN_WEBHOOK_SECRETS: 'demo-esign-secret' }).esignWebhookSecrets).toEqual([
-      'demo-esign-secret',
-    ])
     expect(loadConfig({ ...production, ESIGN_WEBHOOK_HMAC_KEY: STRONG.hook }).esignWebhookHmacKey).toBe(STRONG.hook)
   })
 
@@ -139,6 +161,24 @@ describe('configuration', () => {
       ESIGN_WEBHOOK_SECRETS: STRONG.hook,
     })
     expect(config.jwt.algorithm).toBe('EdDSA')
+  })
+})
+
+describe('PUBLIC_BASE_URL (issue 33, item 13)', () => {
+  it('is an absolute http(s) URL, kept without its trailing slash', () => {
+    expect(loadConfig({}).publicBaseUrl).toBeUndefined()
+    expect(loadConfig({ PUBLIC_BASE_URL: 'https://api.platform.example/' }).publicBaseUrl).toBe('https://api.platform.example')
+    expect(loadConfig({ PUBLIC_BASE_URL: 'http://127.0.0.1:3000/receivables' }).publicBaseUrl).toBe('http://127.0.0.1:3000/receivables')
+    for (const value of [
+      'api.platform.example',
+      '/receivables',
+      'ftp://api.platform.example',
+      'https://user:pw@api.platform.example',
+      'https://api.platform.example/?a=1',
+      'https://api.platform.example/#top',
+    ]) {
+      expect(() => loadConfig({ PUBLIC_BASE_URL: value }), value).toThrowError('PUBLIC_BASE_URL')
+    }
   })
 })
 

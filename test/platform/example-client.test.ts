@@ -7,8 +7,9 @@ import { runPartner, syncCustomer } from '../../examples/client/partner.js'
 import { retryingFetch } from '../../examples/client/retries.js'
 import type { paths } from '../../examples/client/schema.js'
 import { clientTypes, CLIENT_TYPES } from '../../scripts/openapi-client.js'
-import { DEMO, DEMO_PASSWORD, useTestApp } from '../helpers/app.js'
+import { buildTestApp, DEMO, DEMO_PASSWORD, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
+import { freePort } from '../helpers/ports.js'
 
 const ctx = useTestApp()
 
@@ -126,30 +127,42 @@ describe('the example client generated from /docs/json (examples/client)', () =>
     expect(sent).toEqual(['POST plain', 'POST keyed', 'POST keyed', 'POST keyed', 'POST keyed', 'POST keyed'])
   })
 
-  it("runs bob's flow in Node with the document's first server as base URL (a relative one cannot)", async () => {
-    const document = (await (await fetch(`${await listening()}/docs/json`)).json()) as { servers: { url: string }[] }
-    const relative = createClient<paths>({ baseUrl: '/' })
-    await expect(relative.POST('/api/auth/v1/token', { body: { email: 'bob@beta.example', password: DEMO_PASSWORD } })).rejects.toThrow(
-      /parse URL|Invalid URL/i,
-    )
-
-    const api = createClient<paths>({ baseUrl: document.servers[0]?.url })
-    const login = await api.POST('/api/auth/v1/token', { body: { email: 'bob@beta.example', password: DEMO_PASSWORD } })
-    const headers = { authorization: `Bearer ${login.data?.access ?? ''}` }
-    const companies = await api.GET('/api/company/v1/get-user-companies', { headers })
-    const buyer = companies.data?.[0]?.roles.find((role) => role.role === 'buyer')
-    expect(buyer?.company_role_id).toBe(DEMO.roles.betaBuyer)
-    const path = { company_role_id: DEMO.roles.betaBuyer, seller_id: DEMO.roles.gammaSeller }
-    const check = await api.GET('/api/company/v1/{company_role_id}/buyer/check-documents/{seller_id}', { params: { path }, headers })
-    expect(check.data?.complete).toBe(false)
-    const solicitation = await api.POST('/api/company/{version}/{company_role_id}/document-solicitation/{seller_id}', {
-      params: { path: { version: 'v1', ...path } },
-      body: { message: 'Please send the missing documents.' },
-      headers,
-    })
-    expect(solicitation.response.status).toBe(201)
-    expect(solicitation.data?.document_types).toEqual(
-      check.data?.documents.filter((document) => document.status !== 'approved').map((document) => document.type),
-    )
+  it("runs bob's flow in Node with the document's first server, PUBLIC_BASE_URL, as base URL (a relative one cannot)", async () => {
+    // The deployment says where partners reach it (never the Host a request named, issue 33).
+    const port = await freePort()
+    const deployed = await buildTestApp({ PUBLIC_BASE_URL: `http://127.0.0.1:${port}` })
+    await deployed.listen({ port, host: '127.0.0.1' })
+    try {
+      await bobsFlow((await (await fetch(`http://127.0.0.1:${port}/docs/json`)).json()) as { servers: { url: string }[] })
+    } finally {
+      await deployed.close()
+    }
   })
 })
+
+/** Bob's flow in Node, with the document's first server as base URL. */
+async function bobsFlow(document: { servers: { url: string }[] }): Promise<void> {
+  const relative = createClient<paths>({ baseUrl: '/' })
+  await expect(relative.POST('/api/auth/v1/token', { body: { email: 'bob@beta.example', password: DEMO_PASSWORD } })).rejects.toThrow(
+    /parse URL|Invalid URL/i,
+  )
+
+  const api = createClient<paths>({ baseUrl: document.servers[0]?.url })
+  const login = await api.POST('/api/auth/v1/token', { body: { email: 'bob@beta.example', password: DEMO_PASSWORD } })
+  const headers = { authorization: `Bearer ${login.data?.access ?? ''}` }
+  const companies = await api.GET('/api/company/v1/get-user-companies', { headers })
+  const buyer = companies.data?.[0]?.roles.find((role) => role.role === 'buyer')
+  expect(buyer?.company_role_id).toBe(DEMO.roles.betaBuyer)
+  const path = { company_role_id: DEMO.roles.betaBuyer, seller_id: DEMO.roles.gammaSeller }
+  const check = await api.GET('/api/company/v1/{company_role_id}/buyer/check-documents/{seller_id}', { params: { path }, headers })
+  expect(check.data?.complete).toBe(false)
+  const solicitation = await api.POST('/api/company/{version}/{company_role_id}/document-solicitation/{seller_id}', {
+    params: { path: { version: 'v1', ...path } },
+    body: { message: 'Please send the missing documents.' },
+    headers,
+  })
+  expect(solicitation.response.status).toBe(201)
+  expect(solicitation.data?.document_types).toEqual(
+    check.data?.documents.filter((document) => document.status !== 'approved').map((document) => document.type),
+  )
+}

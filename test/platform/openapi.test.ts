@@ -3,7 +3,9 @@ import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import { describe, expect, it } from 'vitest'
 import { PROBLEM_CODES, type ProblemCode } from '../../schemas/problems.js'
-import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, perTestTokens, useTestApp } from '../helpers/app.js'
+import { DEMO_SECRETS } from '../../src/config.js'
+import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, perTestTokens, useTestApp } from '../helpers/app.js'
+import { TEST_SECRETS } from '../helpers/secrets.js'
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020
 
@@ -138,18 +140,29 @@ describe('the published OpenAPI document', () => {
     expect(await readFile(new URL('../../CHANGELOG.md', import.meta.url), 'utf8')).toContain(`## [${version}]`)
   })
 
-  it('lists absolute servers, the host serving it first, so that a generated client in Node can call it', async () => {
-    const response = await ctx.app.inject({ method: 'GET', url: '/docs/json', headers: { host: 'api.partner.test:8443' } })
-    const servers = response.json<Document>().servers ?? []
-    expect(servers[0]?.url).toBe('http://api.partner.test:8443')
-    expect(servers.map((server) => server.url)).toEqual(['http://api.partner.test:8443', 'http://localhost:3000', 'https://{host}'])
-    expect(servers[2]?.variables?.host?.default).toBeTruthy()
-    // The document without a request (npm run openapi, dist/openapi.json) starts with an absolute server too.
+  it('never echoes the Host header: /docs/json lists the serving host as the relative server first (issue 33, item 13)', async () => {
+    for (const host of ['api.partner.test:8443', 'evil.example', 'evil.test/"><script>']) {
+      const response = await ctx.app.inject({ method: 'GET', url: '/docs/json', headers: { host } })
+      expect(response.body).not.toContain(host.split(/[:/]/)[0])
+      const servers = response.json<Document>().servers ?? []
+      expect(servers.map((server) => server.url)).toEqual(['/', 'http://localhost:3000', 'https://{host}'])
+      expect(servers[2]?.variables?.host?.default).toBeTruthy()
+    }
+    // The document without a request (npm run openapi, dist/openapi.json) starts with an absolute
+    // server, so that a client generated from it in Node can call it.
     const offline = ctx.app.swagger() as unknown as Document
     expect(offline.servers?.map((server) => server.url)).toEqual(['http://localhost:3000', 'https://{host}', '/'])
-    // A Host header that is not a plain host name is not echoed.
-    const odd = await ctx.app.inject({ method: 'GET', url: '/docs/json', headers: { host: 'evil.test/"><script>' } })
-    expect(odd.json<Document>().servers?.[0]?.url).toBe('http://localhost:3000')
+  })
+
+  it('lists PUBLIC_BASE_URL alone when it is configured, whatever the Host header (issue 33, item 13)', async () => {
+    const app = await buildTestApp({ PUBLIC_BASE_URL: 'https://api.platform.example/receivables/' })
+    try {
+      const response = await app.inject({ method: 'GET', url: '/docs/json', headers: { host: 'evil.example' } })
+      expect(response.body).not.toContain('evil.example')
+      expect(response.json<Document>().servers?.map((server) => server.url)).toEqual(['https://api.platform.example/receivables'])
+    } finally {
+      await app.close()
+    }
   })
 
   it('tells a partner how to start: base URL, tokens, refresh, errors, idempotency, webhook', async () => {
@@ -192,6 +205,8 @@ describe('the examples of the document', () => {
       for (const [method, operation] of Object.entries(byMethod)) {
         if (skipped.has(operation.operationId ?? '')) continue
         const values = Object.fromEntries((operation.parameters ?? []).map((parameter) => [parameter.name, String(parameter.example)]))
+        // The example's webhook secret is the embedded demo's; the tests' service has a secret of its own.
+        if (values.secret === DEMO_SECRETS.ESIGN_WEBHOOK_SECRETS) values.secret = TEST_SECRETS.ESIGN_WEBHOOK_SECRETS
         const url = path.replace(/\{([^}]+)\}/g, (_, name: string) => values[name] ?? '')
         const bodyExamples = Object.values(operation.requestBody?.content['application/json']?.examples ?? {})
         const payload = bodyExamples[0]?.value as Record<string, unknown> | undefined

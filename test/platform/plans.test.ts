@@ -7,13 +7,13 @@ import { seedDemoData } from '../../db/seed/demo.js'
 import { loadVolume } from '../../db/seed/volume.js'
 import { buildApp } from '../../src/app.js'
 import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
-import { DEMO_SECRETS } from '../../src/config.js'
 import { createPostgresDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db/database.js'
 import { confirmationPath } from '../../src/registration/confirmation.js'
 import { findUserForLink } from '../../src/registration/repository.js'
 import { runRetention } from '../../src/retention/retention.js'
 import { DEMO, DEMO_PASSWORD, bearer, testConfig } from '../helpers/app.js'
 import { runSchemaPrefix } from '../helpers/database.js'
+import { TEST_SECRETS } from '../helpers/secrets.js'
 import { notification, postWebhook } from '../webhooks/helpers.js'
 
 /**
@@ -156,7 +156,7 @@ describe.skipIf(!databaseUrl)('generic plans at production volume (real PostgreS
       app.inject({ method: 'GET', url: `/api/v1/marketplace/${roles.betaBuyer}/title/${titles.t2}/documents`, headers: bearer(bob.access) }),
     )
     const maria = await findUserForLink(handle.db, 'maria@legacy.example')
-    await expectStatus(201, app.inject({ method: 'POST', url: confirmationPath(maria!, DEMO_SECRETS.LEGACY_SECRET_KEY), payload: {} }))
+    await expectStatus(201, app.inject({ method: 'POST', url: confirmationPath(maria!, TEST_SECRETS.LEGACY_SECRET_KEY), payload: {} }))
     const customer = { name: 'Plan Check Ltda', tax_id: '11444777000161', email: 'plans@example.com' }
     const customerUrl = `/api/company/v1/${roles.acmeSeller}/customers/${randomUUID()}`
     await expectStatus(201, app.inject({ method: 'POST', url: customerUrl, headers: bearer(alice.access), payload: customer }))
@@ -169,7 +169,7 @@ describe.skipIf(!databaseUrl)('generic plans at production volume (real PostgreS
     await expectStatus(422, keyed(keyedSolicitation, bob.access, { message: 'other' }, 'plans-5'))
     await expectStatus(201, keyed(customerUrl, alice.access, customer, 'plans-11'))
     const lucasLink = await findUserForLink(handle.db, 'lucas@legacy.example')
-    await expectStatus(400, keyed(confirmationPath(lucasLink!, DEMO_SECRETS.LEGACY_SECRET_KEY), undefined, {}, 'plans-10'))
+    await expectStatus(400, keyed(confirmationPath(lucasLink!, TEST_SECRETS.LEGACY_SECRET_KEY), undefined, {}, 'plans-10'))
     const signature = notification('sign', new Date().toISOString(), { signer: 'alice@acme.example' })
     await expectStatus(201, postWebhook(app, signature))
     await expectStatus(201, postWebhook(app, signature))

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { DEMO_PASSWORD } from '../../db/seed/demo.js'
+import { DEMO_SECRETS } from '../../src/config.js'
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
 
 /** Runs the real entry point and returns its exit code and output, for starts that must fail. */
@@ -31,6 +32,12 @@ const STRONG_SECRETS = {
   ESIGN_WEBHOOK_SECRETS: 'u7Wn2Kx9Qe4Rb6Tz1Ym8Lp3Vc5Hs0JdA',
 }
 
+/** The end of every refusal of secrets: where they are needed, and how to make one. */
+const OWN_SECRETS =
+  '(secrets of your own, in production and on any DATABASE_URL: the demo values serve the embedded demo database only; ' +
+  "make each with `openssl rand -hex 32` (LEGACY_SECRET_KEY: the old platform's SECRET_KEY, if 50 characters or more); " +
+  'minimums in docs/deployment.md)'
+
 const logIn = (baseUrl: string) =>
   fetch(`${baseUrl}/api/auth/v1/token`, {
     method: 'POST',
@@ -54,9 +61,9 @@ describe('the production image and the demo (issue 15, item 9; issue 26, items 1
     expect(code).toBe(1)
     expect(output).toContain(
       'configuration error: DATABASE_URL: required in production (or ALLOW_DEMO_DATA=true to serve the embedded demo and its public logins); ' +
-        'JWT_SIGNING_KEY: required in production; LEGACY_SECRET_KEY: required in production; ESIGN_WEBHOOK_SECRETS: required in production',
+        `JWT_SIGNING_KEY: required; LEGACY_SECRET_KEY: required; ESIGN_WEBHOOK_SECRETS: required ${OWN_SECRETS}`,
     )
-    expect(output).toContain('ALLOW_DEMO_SECRETS=true')
+    expect(output).not.toContain('ALLOW_DEMO_SECRETS')
     // Nothing was created: the demo users never reached a database.
     expect(await readdir(dataDir)).toEqual([])
   })
@@ -80,19 +87,43 @@ describe('the production image and the demo (issue 15, item 9; issue 26, items 1
     expect((await logIn(server.baseUrl)).status).toBe(200)
     const start = server.output.map((line) => JSON.parse(line) as { level: number; msg: string }).find((line) => line.msg.startsWith('listening on'))
     expect(start?.level).toBe(40)
-    expect(start?.msg).toMatch(/demo login alice@acme\.example \/ Demo#2026!\): DEMO DATA IN PRODUCTION \(ALLOW_DEMO_DATA=true\), anyone can log in/)
+    // The warning names the demo accounts (issue 33, item 3).
+    expect(start?.msg).toMatch(
+      /demo login alice@acme\.example \/ Demo#2026!\): DEMO DATA IN PRODUCTION \(ALLOW_DEMO_DATA=true\), anyone can log in as its users: alice@acme\.example, bob@beta\.example, carol@gamma\.example, dave@delta\.example, erin@acme\.example, frank@acme\.example, lucas@legacy\.example, maria@legacy\.example$/,
+    )
   })
 
-  it('serves the demo on the demo secrets in production only with both opt-ins', async () => {
+  it("the docs' fresh PostgreSQL recipe without NODE_ENV and without secrets refuses to start, naming every secret and how to make one (issue 33, item 2)", async () => {
+    // Refused before any connection: the same on either test run.
+    const { code, output } = await runServer({ DATABASE_URL: 'postgres://127.0.0.1:1/never-reached' })
+    expect(code).toBe(1)
+    expect(output.trim()).toBe(
+      `configuration error: JWT_SIGNING_KEY: required; LEGACY_SECRET_KEY: required; ESIGN_WEBHOOK_SECRETS: required ${OWN_SECRETS}`,
+    )
+    // Spelled out, the demo values are refused the same, whatever NODE_ENV says.
+    for (const NODE_ENV of ['development', 'test']) {
+      const demo = await runServer({ NODE_ENV, DATABASE_URL: 'postgres://127.0.0.1:1/never-reached', ...DEMO_SECRETS })
+      expect(demo.code).toBe(1)
+      expect(demo.output.trim()).toBe(
+        `configuration error: JWT_SIGNING_KEY: a demo value; LEGACY_SECRET_KEY: a demo value; ESIGN_WEBHOOK_SECRETS: a demo value ${OWN_SECRETS}`,
+      )
+    }
+  })
+
+  it('ALLOW_DEMO_SECRETS=true no longer lets the demo secrets into production, and the refusal says so (issue 33, item 2)', async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'receivables-prod-'))
-    server = await startServerProcess({
+    const { code, output } = await runServer({
       NODE_ENV: 'production',
-      DATABASE_URL: '',
       PGLITE_DIR: path.join(dataDir, 'pglite'),
       ALLOW_DEMO_SECRETS: 'true',
       ALLOW_DEMO_DATA: 'true',
     })
-    expect((await fetch(`${server.baseUrl}/health/ready`)).status).toBe(200)
+    expect(code).toBe(1)
+    expect(output.trim()).toBe(
+      `configuration error: JWT_SIGNING_KEY: required; LEGACY_SECRET_KEY: required; ESIGN_WEBHOOK_SECRETS: required ${OWN_SECRETS.slice(0, -1)}; ` +
+        'ALLOW_DEMO_SECRETS is no longer read)',
+    )
+    expect(await readdir(dataDir)).toEqual([])
   })
 
   it('refuses weak secrets and demo values in any case, fallbacks included, naming each variable at once', async () => {
@@ -108,8 +139,7 @@ describe('the production image and the demo (issue 15, item 9; issue 26, items 1
     expect(code).toBe(1)
     expect(output.trim()).toBe(
       'configuration error: JWT_SIGNING_KEY: fewer than 8 different characters; LEGACY_SECRET_KEY: shorter than 50 characters; ' +
-        'LEGACY_SECRET_KEY_FALLBACKS: a demo value; ESIGN_WEBHOOK_SECRETS: a demo value; ESIGN_WEBHOOK_HMAC_KEY: shorter than 32 characters ' +
-        '(secrets of your own, minimums in docs/deployment.md, or ALLOW_DEMO_SECRETS=true to run a demo with the documented demo secrets)',
+        `LEGACY_SECRET_KEY_FALLBACKS: a demo value; ESIGN_WEBHOOK_SECRETS: a demo value; ESIGN_WEBHOOK_HMAC_KEY: shorter than 32 characters ${OWN_SECRETS}`,
     )
   })
 })

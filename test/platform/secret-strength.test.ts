@@ -26,11 +26,6 @@ describe('secret strength (issue 26, items 3 and 4)', () => {
     expect(secretWeakness(secret, minLength, demo)).toBe(reason)
   })
 
-  it('lets the demo values (only) through when a demo is meant', () => {
-    expect(secretWeakness('DEMO-esign-secret', 32, { ...demo, acceptDemo: true })).toBeUndefined()
-    expect(secretWeakness('a', 32, { ...demo, acceptDemo: true })).toBe('shorter than 32 characters')
-  })
-
   it('checks every item of a list, naming the item by its position only', () => {
     const rule = PRODUCTION_SECRET_RULES.ESIGN_WEBHOOK_SECRETS
     expect(variableWeakness(`${STRONG}, ${STRONG.toLowerCase()}x`, rule, demo)).toBeUndefined()

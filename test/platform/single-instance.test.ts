@@ -4,6 +4,7 @@ import { createServer } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { nodeVersionProblem } from '../../src/lib/node-version.js'
 import { freePort } from '../helpers/ports.js'
+import { TEST_SECRETS } from '../helpers/secrets.js'
 import { useServerProcesses } from '../helpers/server-process.js'
 
 /**
@@ -75,7 +76,7 @@ describe('a start that cannot work', { timeout: 180_000 }, () => {
     try {
       const exit = await runServer({
         PORT: String(port),
-        ...(embedded ? { PGLITE_DIR: 'memory://' } : { DATABASE_URL: process.env.TEST_DATABASE_URL ?? '' }),
+        ...(embedded ? { PGLITE_DIR: 'memory://' } : { DATABASE_URL: process.env.TEST_DATABASE_URL ?? '', ...TEST_SECRETS }),
       })
       expect(oneLine(exit)).toBe(
         `port ${port} is in use by another process (another \`npm start\`?): stop it, or start on another port: PORT=${port + 1} npm start`,

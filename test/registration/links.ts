@@ -1,8 +1,8 @@
-import { DEMO_SECRETS } from '../../src/config.js'
 import { CONFIRMATION_PATH, confirmationPath } from '../../src/registration/confirmation.js'
 import { encodeUid, makeToken, type LinkSubject } from '../../src/registration/legacy-token.js'
 import { findUserForLink, type PendingUser } from '../../src/registration/repository.js'
 import { testDatabase } from '../helpers/database.js'
+import { TEST_SECRETS } from '../helpers/secrets.js'
 
 export const DAY_SECONDS = 86_400
 export const secondsAgo = (seconds: number): Date => new Date(Date.now() - seconds * 1000)
@@ -17,11 +17,11 @@ export async function linkUser(email: string): Promise<PendingUser> {
 
 /** The link the command line would print, for any user (the route must still refuse the wrong ones). */
 export async function linkFor(email: string, options: { secret?: string; at?: Date } = {}): Promise<string> {
-  return confirmationPath(await linkUser(email), options.secret ?? DEMO_SECRETS.LEGACY_SECRET_KEY, options.at)
+  return confirmationPath(await linkUser(email), options.secret ?? TEST_SECRETS.LEGACY_SECRET_KEY, options.at)
 }
 
 /** A link whose parts are chosen freely, to forge what the route must refuse. */
-export function rawLink(uid: string | number, subject: LinkSubject, secret: string = DEMO_SECRETS.LEGACY_SECRET_KEY): string {
+export function rawLink(uid: string | number, subject: LinkSubject, secret: string = TEST_SECRETS.LEGACY_SECRET_KEY): string {
   return `${CONFIRMATION_PATH}/${encodeUid(uid)}/${makeToken(subject, secret)}`
 }
 

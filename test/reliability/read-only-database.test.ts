@@ -5,13 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { seedDemoData } from '../../db/seed/demo.js'
 import { buildApp } from '../../src/app.js'
 import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
-import { DEMO_SECRETS } from '../../src/config.js'
 import { createPostgresDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db/database.js'
 import { confirmationPath } from '../../src/registration/confirmation.js'
 import { findUserForLink } from '../../src/registration/repository.js'
 import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, type Tokens } from '../helpers/app.js'
 import { unavailableCount } from '../helpers/metrics.js'
 import { recordConformance } from '../helpers/openapi-conformance.js'
+import { TEST_SECRETS } from '../helpers/secrets.js'
 import { notification } from '../webhooks/helpers.js'
 
 const serverUrl = process.env.TEST_DATABASE_URL
@@ -50,7 +50,7 @@ describe.skipIf(!serverUrl)('when the database refuses writes (read-only, a fail
     // What the writes below need, made while the database takes writes (a login writes too).
     const maria = await findUserForLink(setup.db, 'maria@legacy.example')
     if (!maria) throw new Error('no demo user maria')
-    link = confirmationPath(maria, DEMO_SECRETS.LEGACY_SECRET_KEY)
+    link = confirmationPath(maria, TEST_SECRETS.LEGACY_SECRET_KEY)
     await setup.db.destroy()
     handle = createPostgresDatabase({ connectionString: url.toString(), poolSize: 4, preparedStatements: true, statementTimeoutMs: 5_000 })
     app = await buildApp(testConfig(), { database: handle, counterStore: new MemoryCounterStore() })
@@ -100,7 +100,7 @@ describe.skipIf(!serverUrl)('when the database refuses writes (read-only, a fail
     'route 12 (webhook)': () =>
       app.inject({
         method: 'POST',
-        url: '/webhook/esign/demo-esign-secret/',
+        url: `/webhook/esign/${TEST_SECRETS.ESIGN_WEBHOOK_SECRETS}/`,
         payload: notification('sign', new Date().toISOString(), { signer: 'x@y.example' }),
       }),
   }

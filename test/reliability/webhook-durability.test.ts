@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createEmbeddedDatabase } from '../../src/db/database.js'
 import { startInstance, type Instance } from '../helpers/instances.js'
 import { useServerProcesses } from '../helpers/server-process.js'
-import { notification, postWebhook, storedDeliveries, DEMO_SECRET } from '../webhooks/helpers.js'
+import { notification, postWebhook, storedDeliveries, WEBHOOK_SECRET } from '../webhooks/helpers.js'
 
 describe('webhook deliveries across instances and process deaths', () => {
   const processes = useServerProcesses()
@@ -27,7 +27,7 @@ describe('webhook deliveries across instances and process deaths', () => {
   it('keeps a delivery acknowledged with 201 even when the process is killed right after', async () => {
     const server = await processes.start({ LOG_LEVEL: 'warn' })
     const body = JSON.stringify(notification('sign', '2026-11-20T11:00:00Z', { signer: 'alice@acme.example' }))
-    const response = await fetch(`${server.baseUrl}/webhook/esign/${DEMO_SECRET}/`, {
+    const response = await fetch(`${server.baseUrl}/webhook/esign/${WEBHOOK_SECRET}/`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body,

@@ -3,7 +3,16 @@ import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
-import { DEMO_SECRET, envelopeState, notification, PENDING_ENVELOPE, postWebhook, sha256Hex, SIGNED_ENVELOPE, storedDeliveries } from './helpers.js'
+import {
+  WEBHOOK_SECRET,
+  envelopeState,
+  notification,
+  PENDING_ENVELOPE,
+  postWebhook,
+  sha256Hex,
+  SIGNED_ENVELOPE,
+  storedDeliveries,
+} from './helpers.js'
 
 const context = useTestApp()
 
@@ -186,7 +195,7 @@ describe('POST /webhook/esign/{secret}/', () => {
   it('answers 404, exactly like an unknown route, for a wrong secret, and stores nothing', async () => {
     const body = notification('sign', T1, { signer: BOB })
     const unknownRoute = await context.app.inject({ method: 'POST', url: '/webhook/nothing-here/', payload: body })
-    for (const secret of ['wrong-secret', `${DEMO_SECRET}x`, DEMO_SECRET.slice(0, -1), 'DEMO-ESIGN-SECRET']) {
+    for (const secret of ['wrong-secret', `${WEBHOOK_SECRET}x`, WEBHOOK_SECRET.slice(0, -1), WEBHOOK_SECRET.toUpperCase(), 'demo-esign-secret']) {
       const response = await postWebhook(context.app, body, { secret })
       problemOf(response, 404, 'not_found')
       expect(response.body).toBe(unknownRoute.body)
@@ -212,7 +221,7 @@ describe('POST /webhook/esign/{secret}/', () => {
     }
     problemOf(await postWebhook(context.app, '{"event": '), 400, 'parse_error')
     problemOf(await postWebhook(context.app, ''), 400, 'parse_error')
-    const noBody = await context.app.inject({ method: 'POST', url: `/webhook/esign/${DEMO_SECRET}/` })
+    const noBody = await context.app.inject({ method: 'POST', url: `/webhook/esign/${WEBHOOK_SECRET}/` })
     problemOf(noBody, 400, 'invalid')
     expect(await storedDeliveries()).toHaveLength(0)
   })
@@ -312,7 +321,7 @@ describe('POST /webhook/esign/{secret}/ with rotated secrets and an HMAC key', (
     const fresh = JSON.stringify(notification('sign', T2, { signer: BOB }))
     expect((await postWebhook(app, old, { secret: 'old-secret', headers: { 'content-hmac': hmacOf(old) } })).statusCode).toBe(201)
     expect((await postWebhook(app, fresh, { secret: 'new-secret', headers: { 'content-hmac': hmacOf(fresh) } })).statusCode).toBe(201)
-    problemOf(await postWebhook(app, fresh, { secret: DEMO_SECRET, headers: { 'content-hmac': hmacOf(fresh) } }), 404, 'not_found')
+    problemOf(await postWebhook(app, fresh, { secret: WEBHOOK_SECRET, headers: { 'content-hmac': hmacOf(fresh) } }), 404, 'not_found')
     expect((await envelopeState(PENDING_ENVELOPE)).signers.map((signer) => signer.status)).toEqual(['signed', 'signed'])
   })
 

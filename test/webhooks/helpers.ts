@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { testDatabase } from '../helpers/database.js'
+import { TEST_SECRETS } from '../helpers/secrets.js'
 
-/** The demo value of ESIGN_WEBHOOK_SECRETS (src/config.ts). */
-export const DEMO_SECRET = 'demo-esign-secret'
+/** The tests' ESIGN_WEBHOOK_SECRETS (test/helpers/secrets.ts). */
+export const WEBHOOK_SECRET = TEST_SECRETS.ESIGN_WEBHOOK_SECRETS
 export const PENDING_ENVELOPE = 'demo-envelope-0001'
 export const SIGNED_ENVELOPE = 'demo-envelope-0002'
 
@@ -28,7 +29,7 @@ export function postWebhook(app: FastifyInstance, body: unknown, options: PostOp
   const payload = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body)
   return app.inject({
     method: 'POST',
-    url: `/webhook/esign/${encodeURIComponent(options.secret ?? DEMO_SECRET)}${options.trailing ?? '/'}`,
+    url: `/webhook/esign/${encodeURIComponent(options.secret ?? WEBHOOK_SECRET)}${options.trailing ?? '/'}`,
     headers: { 'content-type': 'application/json', ...options.headers },
     payload,
   })

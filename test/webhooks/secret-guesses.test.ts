@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { RedisCounterStore } from '../../src/auth/login-throttle.js'
 import type { LogDestination } from '../../src/logging.js'
 import { buildTestApp, problemOf, useTestApp } from '../helpers/app.js'
-import { DEMO_SECRET, notification } from './helpers.js'
+import { WEBHOOK_SECRET, notification } from './helpers.js'
 
 /**
  * Wrong webhook path secrets are counted and limited per client address like failed logins (issue
@@ -46,14 +46,14 @@ describe('wrong webhook path secrets, limited per address', () => {
     // Each refusal is audited, with its reason.
     expect(rejections().sort()).toEqual([...Array(30).fill('secret'), ...Array(10).fill('throttled')].sort())
     // From that address even the right secret is 429 now: it would otherwise tell itself apart.
-    problemOf(await post(DEMO_SECRET), 429, 'throttled')
+    problemOf(await post(WEBHOOK_SECRET), 429, 'throttled')
     // Another address is not affected, wrong or right.
     expect((await post('another-guess', '198.51.100.21')).statusCode).toBe(404)
-    expect((await post(DEMO_SECRET, '198.51.100.21')).statusCode).toBe(201)
+    expect((await post(WEBHOOK_SECRET, '198.51.100.21')).statusCode).toBe(201)
   })
 
   it('counts only wrong secrets: 40 concurrent right deliveries from one address all pass, and leave no count', async () => {
-    const responses = await Promise.all(Array.from({ length: 40 }, () => post(DEMO_SECRET)))
+    const responses = await Promise.all(Array.from({ length: 40 }, () => post(WEBHOOK_SECRET)))
     expect(responses.every(({ statusCode }) => statusCode === 201)).toBe(true)
     expect(statusCounts(await wrongGuesses(30))).toEqual({ 404: 30 })
     problemOf(await post('one-more'), 429, 'throttled')
@@ -63,9 +63,9 @@ describe('wrong webhook path secrets, limited per address', () => {
     const app = await buildTestApp({ LOGIN_FAILURES_PER_ADDRESS: '2', LOGIN_FAILURE_WINDOW: '1' })
     try {
       expect(statusCounts(await wrongGuesses(3, undefined, app))).toEqual({ 404: 2, 429: 1 })
-      problemOf(await post(DEMO_SECRET, undefined, app), 429, 'throttled')
+      problemOf(await post(WEBHOOK_SECRET, undefined, app), 429, 'throttled')
       await new Promise((resolve) => setTimeout(resolve, 1_100))
-      expect((await post(DEMO_SECRET, undefined, app)).statusCode).toBe(201)
+      expect((await post(WEBHOOK_SECRET, undefined, app)).statusCode).toBe(201)
     } finally {
       await app.close()
     }
@@ -87,9 +87,9 @@ describe('with REDIS_URL, wrong secrets counted across instances', () => {
     try {
       const responses = await Promise.all([wrongGuesses(20, undefined, first), wrongGuesses(20, undefined, second)])
       expect(statusCounts(responses.flat())).toEqual({ 404: 30, 429: 10 })
-      problemOf(await post(DEMO_SECRET, undefined, first), 429, 'throttled')
-      problemOf(await post(DEMO_SECRET, undefined, second), 429, 'throttled')
-      expect((await post(DEMO_SECRET, '198.51.100.21', second)).statusCode).toBe(201)
+      problemOf(await post(WEBHOOK_SECRET, undefined, first), 429, 'throttled')
+      problemOf(await post(WEBHOOK_SECRET, undefined, second), 429, 'throttled')
+      expect((await post(WEBHOOK_SECRET, '198.51.100.21', second)).statusCode).toBe(201)
     } finally {
       await Promise.all([first.close(), second.close()])
       const keys = await redis.keys(`${prefix}*`)
