@@ -1,7 +1,9 @@
 import { Redis } from 'ioredis'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { afterAll, describe, expect, it } from 'vitest'
-import { IN_FLIGHT, MemoryCounterStore, RedisCounterStore, type CounterStore } from '../../src/auth/login-throttle.js'
+import { IN_FLIGHT, type CounterStore } from '../../src/auth/throttle/counter-store.js'
+import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
+import { RedisCounterStore } from '../../src/auth/throttle/redis-counter-store.js'
 import { buildTestApp, DEMO_PASSWORD, problemOf, useTestApp } from '../helpers/app.js'
 
 // Issue 27 item 2: a burst of the rightful owner's logins is served; a burst of guesses is still

@@ -1,17 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import { problem } from '../lib/problem.js'
-import { IN_FLIGHT, type CounterLimit, type CounterStore } from './login-throttle.js'
+import { IN_FLIGHT, type CounterLimit, type CounterStore } from './counter-store.js'
+import { throttled } from './throttled.js'
 
 /** A wrong attempt is in flight only between its count and its settlement: a lease of seconds is ample. */
 const LEASE_MS = 10_000
-
-/** The 429 of a counter at its limit, with the whole seconds until it resets as Retry-After (as the login's). */
-function throttled(blockedMs: number): Error {
-  const retryAfter = Math.max(1, Math.ceil(blockedMs / 1000))
-  return problem(429, 'throttled', `Request was throttled. Expected available in ${retryAfter} seconds.`, {
-    headers: { 'retry-after': String(retryAfter) },
-  })
-}
 
 /**
  * Failures per client address at one door other than the login (the webhook's path secret), in the

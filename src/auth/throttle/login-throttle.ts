@@ -1,0 +1,118 @@
+import { createHash, randomUUID } from 'node:crypto'
+import { IN_FLIGHT, type CounterStore, type Settlement } from './counter-store.js'
+import { throttled } from './throttled.js'
+import { Waiters } from './waiters.js'
+
+export interface ThrottleLimits {
+  /** Failures per (client address, e-mail). */
+  perClient: number
+  /** Failures per e-mail, from any address. */
+  perAccount: number
+  /** Failures per client address, whatever the e-mail (password spraying, hashing floods). */
+  perAddress: number
+  windowSeconds: number
+  /** How long an attempt waits for the attempts in flight that hold a limit before it is refused. */
+  burstWaitMs: number
+}
+
+/**
+ * How long an attempt may stay in flight: far above a verification, however long the hashing
+ * queue; an instance that dies mid-attempt holds its place no longer.
+ */
+const LEASE_MS = 30_000
+
+/** A waiter on another instance's attempts polls: first soon, then at most this often. */
+const FIRST_POLL_MS = 10
+const LAST_POLL_MS = 200
+
+/** Keys carry a digest of the e-mail, not the address itself. */
+const digest = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 32)
+
+/** Why a login was refused: failures in the window, or attempts in flight that did not end in time. */
+export type ThrottleReason = 'failures' | 'in_flight'
+
+export const throttleReason = (error: unknown): ThrottleReason | undefined => (error as { throttleReason?: ThrottleReason } | null)?.throttleReason
+
+const throttledFor = (waitMs: number, reason: ThrottleReason): Error => Object.assign(throttled(waitMs), { throttleReason: reason })
+
+/** One attempt's place in flight, taken before its password is checked. */
+export interface LoginReservation {
+  /** The password was right: clear the client's failures and give back the place. */
+  succeeded(): Promise<void>
+  /** The password was checked and refused: the place becomes a failure on every counter. */
+  failed(): Promise<void>
+  /** The password was never checked (the service was busy or failed): give back the place. */
+  cancelled(): Promise<void>
+}
+
+/**
+ * Limits login attempts per (client address, e-mail), per e-mail from anywhere and per client
+ * address (§2). Each attempt is counted before its password is checked and stays counted when it
+ * fails; windows expire, so the rightful owner is never locked out for good.
+ *
+ * An attempt that finds a limit held only by attempts in flight waits for them (up to
+ * `burstWaitMs`) instead of being refused: once one succeeds and clears the client's failures, the
+ * rest are checked in turn, so a burst of correct logins is served; once they have failed, the
+ * limit is reached by failures and the wait ends in 429 with the window's real remainder.
+ */
+export class LoginThrottle {
+  private readonly waiters = new Waiters()
+
+  constructor(
+    private readonly store: CounterStore,
+    private readonly limits: ThrottleLimits,
+  ) {}
+
+  private keys(clientIp: string, email: string) {
+    const account = digest(email)
+    return { client: `client:${clientIp}:${account}`, account: `account:${account}`, address: `address:${clientIp}` }
+  }
+
+  /**
+   * Puts the attempt in flight, waiting for the attempts in flight that hold a limit; throws 429
+   * with Retry-After when failures hold one, or when those in flight outlast the wait.
+   */
+  async reserve(clientIp: string, email: string): Promise<LoginReservation> {
+    const keys = this.keys(clientIp, email)
+    const counters = [
+      { key: keys.client, limit: this.limits.perClient },
+      { key: keys.account, limit: this.limits.perAccount },
+      { key: keys.address, limit: this.limits.perAddress },
+    ]
+    const attempt = randomUUID()
+    const windowMs = this.limits.windowSeconds * 1000
+    const deadline = performance.now() + this.limits.burstWaitMs
+    for (let pollMs = FIRST_POLL_MS; ; pollMs = Math.min(pollMs * 2, LAST_POLL_MS)) {
+      const result = await this.store.reserve(attempt, counters, LEASE_MS, windowMs)
+      if (result === 0) return this.reservation(attempt, keys)
+      if (result !== IN_FLIGHT) throw throttledFor(result, 'failures')
+      const remainingMs = deadline - performance.now()
+      // They are being checked now: one more attempt gets through in about a second.
+      if (remainingMs <= 0) throw throttledFor(1000, 'in_flight')
+      await this.waiters.nextEnd(Object.values(keys), Math.min(pollMs, remainingMs))
+    }
+  }
+
+  private reservation(attempt: string, keys: ReturnType<LoginThrottle['keys']>): LoginReservation {
+    const settle = async (client: Settlement, others: Settlement) => {
+      try {
+        await this.store.settle(
+          attempt,
+          [
+            { key: keys.client, settlement: client },
+            { key: keys.account, settlement: others },
+            { key: keys.address, settlement: others },
+          ],
+          this.limits.windowSeconds * 1000,
+        )
+      } finally {
+        this.waiters.wake(Object.values(keys))
+      }
+    }
+    return {
+      succeeded: () => settle('cleared', 'returned'),
+      failed: () => settle('failed', 'failed'),
+      cancelled: () => settle('returned', 'returned'),
+    }
+  }
+}

@@ -1,0 +1,89 @@
+import { IN_FLIGHT, type CounterLimit, type CounterStore, type Settlement } from './counter-store.js'
+
+/** One process's counters; bounded so that a flood of distinct keys cannot exhaust memory. */
+export class MemoryCounterStore implements CounterStore {
+  private readonly failures = new Map<string, { count: number; expiresAt: number }>()
+  /** Per key, the attempts in flight and when their lease ends; an entry only while one is. */
+  private readonly inFlight = new Map<string, Map<string, number>>()
+
+  constructor(private readonly maxKeys = 100_000) {}
+
+  // No await between the check and the counting: atomic within the event loop.
+  async reserve(attempt: string, counters: CounterLimit[], leaseMs: number): Promise<number> {
+    let failedMs = 0
+    let busy = false
+    for (const { key, limit } of counters) {
+      const failures = this.live(key)
+      if (failures && failures.count >= limit) failedMs = Math.max(failedMs, failures.expiresAt - Date.now(), 1)
+      else if ((failures?.count ?? 0) + this.flying(key) >= limit) busy = true
+    }
+    if (failedMs > 0) return failedMs
+    if (busy) return IN_FLIGHT
+    for (const { key } of counters) {
+      const attempts = this.inFlight.get(key) ?? new Map<string, number>()
+      this.inFlight.set(key, attempts.set(attempt, Date.now() + leaseMs))
+    }
+    return 0
+  }
+
+  async settle(attempt: string, counters: { key: string; settlement: Settlement }[], windowMs: number): Promise<void> {
+    for (const { key, settlement } of counters) {
+      const attempts = this.inFlight.get(key)
+      attempts?.delete(attempt)
+      if (attempts?.size === 0) this.inFlight.delete(key)
+      if (settlement === 'failed') this.countFailure(key, windowMs)
+      else if (settlement === 'cleared') this.failures.delete(key)
+    }
+  }
+
+  clear(): void {
+    this.failures.clear()
+    this.inFlight.clear()
+  }
+
+  private countFailure(key: string, windowMs: number) {
+    const entry = this.live(key)
+    if (entry) {
+      entry.count += 1
+      return
+    }
+    if (this.failures.size >= this.maxKeys) this.evictExpiredOrOldest()
+    this.failures.set(key, { count: 1, expiresAt: Date.now() + windowMs })
+  }
+
+  /** Attempts in flight on `key` whose lease has not ended. */
+  private flying(key: string): number {
+    const attempts = this.inFlight.get(key)
+    if (!attempts) return 0
+    const now = Date.now()
+    for (const [attempt, leaseEnd] of attempts) if (leaseEnd <= now) attempts.delete(attempt)
+    if (attempts.size === 0) this.inFlight.delete(key)
+    return attempts.size
+  }
+
+  // reserve's check, counting nothing.
+  async blockedMs(counters: CounterLimit[]): Promise<number> {
+    let blockedMs = 0
+    for (const { key, limit } of counters) {
+      const entry = this.live(key)
+      if (entry && entry.count >= limit) blockedMs = Math.max(blockedMs, entry.expiresAt - Date.now(), 1)
+    }
+    return blockedMs
+  }
+
+  private live(key: string) {
+    const entry = this.failures.get(key)
+    if (entry && entry.expiresAt <= Date.now()) {
+      this.failures.delete(key)
+      return undefined
+    }
+    return entry
+  }
+
+  private evictExpiredOrOldest() {
+    const now = Date.now()
+    for (const [key, entry] of this.failures) if (entry.expiresAt <= now) this.failures.delete(key)
+    const oldest = this.failures.keys().next()
+    if (this.failures.size >= this.maxKeys && !oldest.done) this.failures.delete(oldest.value)
+  }
+}
