@@ -7,6 +7,7 @@ import authRoutes from './auth/plugin.js'
 import { AddressFailureLimit } from './auth/throttle/address-failure-limit.js'
 import type { CounterStore } from './auth/throttle/counter-store.js'
 import { FallbackCounterStore } from './auth/throttle/fallback-counter-store.js'
+import { FamiliarPlaces, familiarPlacesKey } from './auth/throttle/familiar-places.js'
 import { LoginThrottle } from './auth/throttle/login-throttle.js'
 import { MemoryCounterStore } from './auth/throttle/memory-counter-store.js'
 import { RedisCounterStore } from './auth/throttle/redis-counter-store.js'
@@ -148,7 +149,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
   const counters = await counterStore(app, config, options)
-  const throttle = new LoginThrottle(counters, config.loginThrottle)
+  // Keyed by the signing key, which every instance shares: a new key forgets the familiar places.
+  const placesKey = familiarPlacesKey(config.jwt.algorithm === 'HS256' ? config.jwt.secret : config.jwt.privateKey)
+  const places = new FamiliarPlaces(counters, placesKey, config.loginFamiliarTtl * 1000)
+  const throttle = new LoginThrottle(counters, config.loginThrottle, places)
   // Wrong webhook path secrets: counted per address like failed logins, with the same limit and window.
   const secretGuesses = new AddressFailureLimit(counters, 'webhook-secret', config.loginThrottle)
   await app.register(healthRoutes, { prefix: '/health' })

@@ -117,6 +117,20 @@ describe('a familiar address forgotten after LOGIN_FAMILIAR_TTL', () => {
   })
 })
 
+describe('familiar places while Redis is down', () => {
+  it("are this instance's: the owner still gets in from a place they logged in from here", async () => {
+    const app = await buildTestApp({ ...GATEWAY, REDIS_URL: 'redis://127.0.0.1:1' }, { counterStore: undefined })
+    try {
+      expect((await login(app, HOME, DEMO_PASSWORD)).statusCode).toBe(200)
+      const { owner, attackers } = await siege([app], 2, HOME, 2)
+      expect(successRate(owner)).toBe(1)
+      expectGuessesLimited(attackers)
+    } finally {
+      await app.close()
+    }
+  })
+})
+
 describe('guesses from 40 unfamiliar addresses, two instances sharing Redis', () => {
   const redis = new Redis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 })
   const prefix = `test-h33-familiar:${process.pid}:${Date.now()}:`

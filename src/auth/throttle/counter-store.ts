@@ -28,4 +28,8 @@ export interface CounterStore {
   settle(attempt: string, counters: { key: string; settlement: Settlement }[], windowMs: number): Promise<void>
   /** Without counting: the milliseconds until the counters' failures let one more attempt through, 0 when none is at its limit. */
   blockedMs(counters: CounterLimit[]): Promise<number>
+  /** Whether `key` was marked less than its TTL ago (a familiar place: src/auth/throttle/familiar-places.ts). */
+  isMarked(key: string): Promise<boolean>
+  /** Marks `key` for `ttlMs` from now, a mark already there included. */
+  mark(key: string, ttlMs: number): Promise<void>
 }

@@ -34,6 +34,20 @@ export class FallbackCounterStore implements CounterStore {
     return this.attempt((store) => store.blockedMs(counters))
   }
 
+  isMarked(key: string) {
+    return this.attempt((store) => store.isMarked(key))
+  }
+
+  /** In both: while Redis fails, this process still knows the places it saw logins from. */
+  async mark(key: string, ttlMs: number): Promise<void> {
+    await this.fallback.mark(key, ttlMs)
+    try {
+      await this.primary.mark(key, ttlMs)
+    } catch (error) {
+      this.onError(error)
+    }
+  }
+
   private async attempt<T>(operation: (store: CounterStore) => Promise<T>): Promise<T> {
     try {
       return await operation(this.primary)

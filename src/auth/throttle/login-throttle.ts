@@ -1,12 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { IN_FLIGHT, type CounterStore, type Settlement } from './counter-store.js'
+import type { FamiliarPlaces } from './familiar-places.js'
 import { throttled } from './throttled.js'
 import { Waiters } from './waiters.js'
 
 export interface ThrottleLimits {
   /** Failures per (client address, e-mail). */
   perClient: number
-  /** Failures per e-mail, from any address. */
+  /** Failures per e-mail from unfamiliar places, and per familiar place of the e-mail apart. */
   perAccount: number
   /** Failures per client address, whatever the e-mail (password spraying, hashing floods). */
   perAddress: number
@@ -46,9 +47,13 @@ export interface LoginReservation {
 }
 
 /**
- * Limits login attempts per (client address, e-mail), per e-mail from anywhere and per client
- * address (§2). Each attempt is counted before its password is checked and stays counted when it
- * fails; windows expire, so the rightful owner is never locked out for good.
+ * Limits login attempts per (client address, e-mail), per e-mail and per client address (§2). Each
+ * attempt is counted before its password is checked and stays counted when it fails; windows
+ * expire, so the rightful owner is never locked out for good.
+ *
+ * Per e-mail, a place the account logged in from recently (FamiliarPlaces) has a budget of its
+ * own, apart from the one all other places share (Entra's smart lockout): guesses from anywhere
+ * else cannot lock the owner out of their usual places, and stay limited per account.
  *
  * An attempt that finds a limit held only by attempts in flight waits for them (up to
  * `burstWaitMs`) instead of being refused: once one succeeds and clears the client's failures, the
@@ -61,11 +66,17 @@ export class LoginThrottle {
   constructor(
     private readonly store: CounterStore,
     private readonly limits: ThrottleLimits,
+    private readonly places: FamiliarPlaces,
   ) {}
 
-  private keys(clientIp: string, email: string) {
+  /** The account's counter is the familiar place's own when `familiarPlace` is given. */
+  private keys(clientIp: string, email: string, familiarPlace: string | undefined) {
     const account = digest(email)
-    return { client: `client:${clientIp}:${account}`, account: `account:${account}`, address: `address:${clientIp}` }
+    return {
+      client: `client:${clientIp}:${account}`,
+      account: familiarPlace === undefined ? `account:${account}` : `familiar-account:${familiarPlace}`,
+      address: `address:${clientIp}`,
+    }
   }
 
   /**
@@ -73,7 +84,9 @@ export class LoginThrottle {
    * with Retry-After when failures hold one, or when those in flight outlast the wait.
    */
   async reserve(clientIp: string, email: string): Promise<LoginReservation> {
-    const keys = this.keys(clientIp, email)
+    const place = this.places.id(email, clientIp)
+    const familiar = place !== undefined && (await this.places.isFamiliar(place))
+    const keys = this.keys(clientIp, email, familiar ? place : undefined)
     const counters = [
       { key: keys.client, limit: this.limits.perClient },
       { key: keys.account, limit: this.limits.perAccount },
@@ -84,7 +97,7 @@ export class LoginThrottle {
     const deadline = performance.now() + this.limits.burstWaitMs
     for (let pollMs = FIRST_POLL_MS; ; pollMs = Math.min(pollMs * 2, LAST_POLL_MS)) {
       const result = await this.store.reserve(attempt, counters, LEASE_MS, windowMs)
-      if (result === 0) return this.reservation(attempt, keys)
+      if (result === 0) return this.reservation(attempt, keys, place)
       if (result !== IN_FLIGHT) throw throttledFor(result, 'failures')
       const remainingMs = deadline - performance.now()
       // They are being checked now: one more attempt gets through in about a second.
@@ -93,7 +106,7 @@ export class LoginThrottle {
     }
   }
 
-  private reservation(attempt: string, keys: ReturnType<LoginThrottle['keys']>): LoginReservation {
+  private reservation(attempt: string, keys: ReturnType<LoginThrottle['keys']>, place: string | undefined): LoginReservation {
     const settle = async (client: Settlement, others: Settlement) => {
       try {
         await this.store.settle(
@@ -110,7 +123,10 @@ export class LoginThrottle {
       }
     }
     return {
-      succeeded: () => settle('cleared', 'returned'),
+      // The place is familiar from now on, for LOGIN_FAMILIAR_TTL from this login.
+      succeeded: async () => {
+        await Promise.all([settle('cleared', 'returned'), place === undefined ? undefined : this.places.remember(place)])
+      },
       failed: () => settle('failed', 'failed'),
       cancelled: () => settle('returned', 'returned'),
     }

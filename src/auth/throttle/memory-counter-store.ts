@@ -5,6 +5,8 @@ export class MemoryCounterStore implements CounterStore {
   private readonly failures = new Map<string, { count: number; expiresAt: number }>()
   /** Per key, the attempts in flight and when their lease ends; an entry only while one is. */
   private readonly inFlight = new Map<string, Map<string, number>>()
+  /** Marks and when they end, the latest made last, so that the oldest go first when full. */
+  private readonly marks = new Map<string, number>()
 
   constructor(private readonly maxKeys = 100_000) {}
 
@@ -39,6 +41,19 @@ export class MemoryCounterStore implements CounterStore {
   clear(): void {
     this.failures.clear()
     this.inFlight.clear()
+    this.marks.clear()
+  }
+
+  async isMarked(key: string): Promise<boolean> {
+    const endsAt = this.marks.get(key)
+    if (endsAt !== undefined && endsAt <= Date.now()) this.marks.delete(key)
+    return endsAt !== undefined && endsAt > Date.now()
+  }
+
+  async mark(key: string, ttlMs: number): Promise<void> {
+    this.marks.delete(key)
+    if (this.marks.size >= this.maxKeys) this.marks.delete(this.marks.keys().next().value!)
+    this.marks.set(key, Date.now() + ttlMs)
   }
 
   private countFailure(key: string, windowMs: number) {

@@ -102,4 +102,12 @@ export class RedisCounterStore implements CounterStore {
     const keys = counters.map(({ key }) => this.prefix + key)
     return Number(await this.command('loginThrottleBlocked')(keys.length, ...keys, ...counters.map(({ limit }) => limit)))
   }
+
+  async isMarked(key: string): Promise<boolean> {
+    return (await this.redis.exists(this.prefix + key)) === 1
+  }
+
+  async mark(key: string, ttlMs: number): Promise<void> {
+    await this.redis.set(this.prefix + key, '1', 'PX', Math.max(1, Math.round(ttlMs)))
+  }
 }
