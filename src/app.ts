@@ -149,6 +149,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
   const counters = await counterStore(app, config, options)
+  // Its own connections (Redis's subscription to releases), given or not.
+  app.addHook('onClose', () => counters.close())
   // Keyed by the signing key, which every instance shares: a new key forgets the familiar places.
   const placesKey = familiarPlacesKey(config.jwt.algorithm === 'HS256' ? config.jwt.secret : config.jwt.privateKey)
   const places = new FamiliarPlaces(counters, placesKey, config.loginFamiliarTtl * 1000)

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { IN_FLIGHT, type CounterLimit, type CounterStore } from './counter-store.js'
+import type { CounterLimit, CounterStore } from './counter-store.js'
 import { throttled } from './throttled.js'
 
 /** A wrong attempt is in flight only between its count and its settlement: a lease of seconds is ample. */
@@ -35,9 +35,9 @@ export class AddressFailureLimit {
     const windowMs = this.limits.windowSeconds * 1000
     const attempt = randomUUID()
     // Put in flight first, so that concurrent wrong attempts past the limit are refused, then counted.
-    const blockedMs = await this.store.reserve(attempt, [counter], LEASE_MS, windowMs)
-    if (blockedMs === IN_FLIGHT) throw throttled(1000)
-    if (blockedMs > 0) throw throttled(blockedMs)
-    await this.store.settle(attempt, [{ key: counter.key, settlement: 'failed' }], windowMs)
+    const result = await this.store.reserve(attempt, [counter], LEASE_MS, windowMs)
+    if (result.outcome === 'busy') throw throttled(1000)
+    if (result.outcome === 'blocked') throw throttled(result.waitMs)
+    await this.store.settle(attempt, [{ ...counter, settlement: 'failed' }], windowMs)
   }
 }

@@ -1,10 +1,15 @@
-import type { CounterLimit, CounterStore, Settlement } from './counter-store.js'
+import type { CounterLimit, CounterStore, ReleaseListener, Reservation, Settlement } from './counter-store.js'
+
+/** After Redis failed, this process's counters alone for so long: a login does not wait for a Redis that is down at each step. */
+const PRIMARY_RETRY_MS = 1000
 
 /**
  * Redis first; while Redis fails, this process's own counters, so that an outage of the cache
  * neither locks every user out of login nor lifts the limit altogether.
  */
 export class FallbackCounterStore implements CounterStore {
+  private primaryDownUntil = 0
+
   constructor(
     private readonly primary: CounterStore,
     private readonly fallback: CounterStore,
@@ -14,18 +19,18 @@ export class FallbackCounterStore implements CounterStore {
   /** Attempts this process's counters took while Redis failed: they end there too. */
   private readonly onFallback = new Set<string>()
 
-  async reserve(attempt: string, counters: CounterLimit[], leaseMs: number, windowMs: number): Promise<number> {
+  async reserve(attempt: string, counters: CounterLimit[], leaseMs: number, windowMs: number): Promise<Reservation> {
     try {
-      return await this.primary.reserve(attempt, counters, leaseMs, windowMs)
+      if (!this.primaryDown()) return await this.primary.reserve(attempt, counters, leaseMs, windowMs)
     } catch (error) {
-      this.onError(error)
-      const result = await this.fallback.reserve(attempt, counters, leaseMs, windowMs)
-      if (result === 0) this.onFallback.add(attempt)
-      return result
+      this.failed(error)
     }
+    const result = await this.fallback.reserve(attempt, counters, leaseMs, windowMs)
+    if (result.outcome === 'reserved') this.onFallback.add(attempt)
+    return result
   }
 
-  settle(attempt: string, counters: { key: string; settlement: Settlement }[], windowMs: number) {
+  settle(attempt: string, counters: (CounterLimit & { settlement: Settlement })[], windowMs: number) {
     if (this.onFallback.delete(attempt)) return this.fallback.settle(attempt, counters, windowMs)
     return this.attempt((store) => store.settle(attempt, counters, windowMs))
   }
@@ -42,18 +47,59 @@ export class FallbackCounterStore implements CounterStore {
   async mark(key: string, ttlMs: number): Promise<void> {
     await this.fallback.mark(key, ttlMs)
     try {
-      await this.primary.mark(key, ttlMs)
+      if (!this.primaryDown()) await this.primary.mark(key, ttlMs)
     } catch (error) {
-      this.onError(error)
+      this.failed(error)
     }
+  }
+
+  listen(listener: ReleaseListener): void {
+    this.primary.listen(listener)
+    this.fallback.listen(listener)
+  }
+
+  /** Heard when Redis's releases are: this process's own always are. */
+  async watch(key: string): Promise<boolean> {
+    const [primary] = await Promise.all([
+      this.primaryDown()
+        ? false
+        : this.primary.watch(key).catch((error: unknown) => {
+            this.failed(error)
+            return false
+          }),
+      this.fallback.watch(key),
+    ])
+    return primary
+  }
+
+  unwatch(key: string): void {
+    this.primary.unwatch(key)
+    this.fallback.unwatch(key)
+  }
+
+  live(): boolean {
+    return this.primary.live()
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.primary.close(), this.fallback.close()])
   }
 
   private async attempt<T>(operation: (store: CounterStore) => Promise<T>): Promise<T> {
     try {
-      return await operation(this.primary)
+      if (!this.primaryDown()) return await operation(this.primary)
     } catch (error) {
-      this.onError(error)
-      return operation(this.fallback)
+      this.failed(error)
     }
+    return operation(this.fallback)
+  }
+
+  private primaryDown(): boolean {
+    return performance.now() < this.primaryDownUntil
+  }
+
+  private failed(error: unknown): void {
+    this.primaryDownUntil = performance.now() + PRIMARY_RETRY_MS
+    this.onError(error)
   }
 }

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto'
-import { IN_FLIGHT, type CounterStore, type Settlement } from './counter-store.js'
+import type { CounterLimit, CounterStore, Reservation, Settlement } from './counter-store.js'
 import type { FamiliarPlaces } from './familiar-places.js'
 import { throttled } from './throttled.js'
 import { Waiters } from './waiters.js'
@@ -21,10 +21,6 @@ export interface ThrottleLimits {
  * queue; an instance that dies mid-attempt holds its place no longer.
  */
 const LEASE_MS = 30_000
-
-/** A waiter on another instance's attempts polls: first soon, then at most this often. */
-const FIRST_POLL_MS = 10
-const LAST_POLL_MS = 200
 
 /** Keys carry a digest of the e-mail, not the address itself. */
 const digest = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 32)
@@ -58,16 +54,19 @@ export interface LoginReservation {
  * An attempt that finds a limit held only by attempts in flight waits for them (up to
  * `burstWaitMs`) instead of being refused: once one succeeds and clears the client's failures, the
  * rest are checked in turn, so a burst of correct logins is served; once they have failed, the
- * limit is reached by failures and the wait ends in 429 with the window's real remainder.
+ * limit is reached by failures and the wait ends in 429 with the window's real remainder. Waiters
+ * are woken by the ends of those attempts on any instance (Waiters), one per place given back.
  */
 export class LoginThrottle {
-  private readonly waiters = new Waiters()
+  private readonly waiters: Waiters
 
   constructor(
     private readonly store: CounterStore,
     private readonly limits: ThrottleLimits,
     private readonly places: FamiliarPlaces,
-  ) {}
+  ) {
+    this.waiters = new Waiters(store)
+  }
 
   /** The account's counter is the familiar place's own when `familiarPlace` is given. */
   private keys(clientIp: string, email: string, familiarPlace: string | undefined) {
@@ -93,33 +92,47 @@ export class LoginThrottle {
       { key: keys.address, limit: this.limits.perAddress },
     ]
     const attempt = randomUUID()
-    const windowMs = this.limits.windowSeconds * 1000
     const deadline = performance.now() + this.limits.burstWaitMs
-    for (let pollMs = FIRST_POLL_MS; ; pollMs = Math.min(pollMs * 2, LAST_POLL_MS)) {
-      const result = await this.store.reserve(attempt, counters, LEASE_MS, windowMs)
-      if (result === 0) return this.reservation(attempt, keys, place)
-      if (result !== IN_FLIGHT) throw throttledFor(result, 'failures')
+    // The key this attempt was given a place on, when woken for one.
+    let placeOn: string | undefined
+    for (;;) {
+      const result = await this.look(attempt, counters, placeOn)
+      if (result.outcome === 'reserved') return this.reservation(attempt, counters, place)
+      if (result.outcome === 'blocked') throw throttledFor(result.waitMs, 'failures')
       const remainingMs = deadline - performance.now()
       // They are being checked now: one more attempt gets through in about a second.
       if (remainingMs <= 0) throw throttledFor(1000, 'in_flight')
-      await this.waiters.nextEnd(Object.values(keys), Math.min(pollMs, remainingMs))
+      const wake = await this.waiters.wait(result.key, result.version, remainingMs)
+      placeOn = wake === 'place' ? result.key : undefined
     }
   }
 
-  private reservation(attempt: string, keys: ReturnType<LoginThrottle['keys']>, place: string | undefined): LoginReservation {
+  /** One reserve; a place given to this attempt on `placeOn` that it did not take goes to the next in line there. */
+  private async look(attempt: string, counters: CounterLimit[], placeOn: string | undefined): Promise<Reservation> {
+    let result: Reservation | undefined
+    try {
+      result = await this.store.reserve(attempt, counters, LEASE_MS, this.limits.windowSeconds * 1000)
+      return result
+    } finally {
+      // Not taken: busy elsewhere, or the store failed. Failures filling a counter wake all on it.
+      const untaken = result === undefined || (result.outcome === 'busy' && result.key !== placeOn)
+      if (placeOn !== undefined) this.waiters.looked(placeOn, untaken)
+    }
+  }
+
+  /** `counters`: the client's, the account's (or familiar place's) and the address's, in this order. */
+  private reservation(attempt: string, counters: CounterLimit[], place: string | undefined): LoginReservation {
     const settle = async (client: Settlement, others: Settlement) => {
       try {
         await this.store.settle(
           attempt,
-          [
-            { key: keys.client, settlement: client },
-            { key: keys.account, settlement: others },
-            { key: keys.address, settlement: others },
-          ],
+          counters.map((counter, index) => ({ ...counter, settlement: index === 0 ? client : others })),
           this.limits.windowSeconds * 1000,
         )
-      } finally {
-        this.waiters.wake(Object.values(keys))
+      } catch (error) {
+        // Its release will not come: this instance's waiters look again themselves.
+        for (const { key } of counters) this.waiters.released(key, 1, 0)
+        throw error
       }
     }
     return {

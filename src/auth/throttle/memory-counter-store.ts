@@ -1,4 +1,4 @@
-import { IN_FLIGHT, type CounterLimit, type CounterStore, type Settlement } from './counter-store.js'
+import type { CounterLimit, CounterStore, Release, ReleaseListener, Reservation, Settlement } from './counter-store.js'
 
 /** One process's counters; bounded so that a flood of distinct keys cannot exhaust memory. */
 export class MemoryCounterStore implements CounterStore {
@@ -7,28 +7,30 @@ export class MemoryCounterStore implements CounterStore {
   private readonly inFlight = new Map<string, Map<string, number>>()
   /** Marks and when they end, the latest made last, so that the oldest go first when full. */
   private readonly marks = new Map<string, number>()
+  private readonly listeners: ReleaseListener[] = []
+  private releases = 0
 
   constructor(private readonly maxKeys = 100_000) {}
 
   // No await between the check and the counting: atomic within the event loop.
-  async reserve(attempt: string, counters: CounterLimit[], leaseMs: number): Promise<number> {
+  async reserve(attempt: string, counters: CounterLimit[], leaseMs: number): Promise<Reservation> {
     let failedMs = 0
-    let busy = false
+    let busy: string | undefined
     for (const { key, limit } of counters) {
-      const failures = this.live(key)
+      const failures = this.unexpired(key)
       if (failures && failures.count >= limit) failedMs = Math.max(failedMs, failures.expiresAt - Date.now(), 1)
-      else if ((failures?.count ?? 0) + this.flying(key) >= limit) busy = true
+      else if ((failures?.count ?? 0) + this.flying(key) >= limit) busy ??= key
     }
-    if (failedMs > 0) return failedMs
-    if (busy) return IN_FLIGHT
+    if (failedMs > 0) return { outcome: 'blocked', waitMs: failedMs }
+    if (busy !== undefined) return { outcome: 'busy', key: busy, version: this.releases }
     for (const { key } of counters) {
       const attempts = this.inFlight.get(key) ?? new Map<string, number>()
       this.inFlight.set(key, attempts.set(attempt, Date.now() + leaseMs))
     }
-    return 0
+    return { outcome: 'reserved' }
   }
 
-  async settle(attempt: string, counters: { key: string; settlement: Settlement }[], windowMs: number): Promise<void> {
+  async settle(attempt: string, counters: (CounterLimit & { settlement: Settlement })[], windowMs: number): Promise<void> {
     for (const { key, settlement } of counters) {
       const attempts = this.inFlight.get(key)
       attempts?.delete(attempt)
@@ -36,7 +38,39 @@ export class MemoryCounterStore implements CounterStore {
       if (settlement === 'failed') this.countFailure(key, windowMs)
       else if (settlement === 'cleared') this.failures.delete(key)
     }
+    for (const { key, limit, settlement } of counters) {
+      const release = this.releaseOf(key, limit, settlement)
+      if (release === undefined) continue
+      this.releases += 1
+      for (const listener of this.listeners) listener.released(key, release, this.releases)
+    }
   }
+
+  /** Failures filling the counter, or the places free once one was given back (a failure frees none). */
+  private releaseOf(key: string, limit: number, settlement: Settlement): Release | undefined {
+    const failures = this.unexpired(key)?.count ?? 0
+    if (failures >= limit) return 'blocked'
+    if (settlement === 'failed') return undefined
+    const free = limit - failures - this.flying(key)
+    return free > 0 ? free : undefined
+  }
+
+  // Every release is heard at once, in this process.
+  listen(listener: ReleaseListener): void {
+    this.listeners.push(listener)
+  }
+
+  async watch(): Promise<boolean> {
+    return true
+  }
+
+  unwatch(): void {}
+
+  live(): boolean {
+    return true
+  }
+
+  async close(): Promise<void> {}
 
   clear(): void {
     this.failures.clear()
@@ -57,7 +91,7 @@ export class MemoryCounterStore implements CounterStore {
   }
 
   private countFailure(key: string, windowMs: number) {
-    const entry = this.live(key)
+    const entry = this.unexpired(key)
     if (entry) {
       entry.count += 1
       return
@@ -80,13 +114,13 @@ export class MemoryCounterStore implements CounterStore {
   async blockedMs(counters: CounterLimit[]): Promise<number> {
     let blockedMs = 0
     for (const { key, limit } of counters) {
-      const entry = this.live(key)
+      const entry = this.unexpired(key)
       if (entry && entry.count >= limit) blockedMs = Math.max(blockedMs, entry.expiresAt - Date.now(), 1)
     }
     return blockedMs
   }
 
-  private live(key: string) {
+  private unexpired(key: string) {
     const entry = this.failures.get(key)
     if (entry && entry.expiresAt <= Date.now()) {
       this.failures.delete(key)
