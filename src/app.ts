@@ -28,6 +28,7 @@ import databasePlugin from './plugins/database.js'
 import docsPlugin from './plugins/docs.js'
 import drainingPlugin from './plugins/draining.js'
 import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
+import forwardedForCheck from './plugins/forwarded-for.js'
 import healthRoutes from './plugins/health.js'
 import idempotencyPlugin from './idempotency/plugin.js'
 import jwksRoutes from './auth/jwks.js'
@@ -135,6 +136,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(metricsPlugin, { requests: config.metricsPort !== undefined })
   // A database the caller opened (the tests share one) is theirs to observe.
   if (database.pool && !options.database && config.metricsPort !== undefined) database.pool.onAcquire = app.metrics.databasePool(database.pool)
+  await app.register(forwardedForCheck, { config })
   await app.register(securityHeaders)
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
