@@ -97,6 +97,7 @@ type ScriptCommand = (numberOfKeys: number, ...args: (string | number)[]) => Pro
  */
 export class RedisCounterStore implements CounterStore {
   private subscriber: Redis | undefined
+  private closed = false
   private readonly listeners: ReleaseListener[] = []
 
   constructor(
@@ -149,6 +150,8 @@ export class RedisCounterStore implements CounterStore {
   }
 
   async watch(key: string): Promise<boolean> {
+    // Closing: the waiters left look until their wait ends, on no new connection.
+    if (this.closed) return false
     await this.subscription().subscribe(this.prefix + key + RELEASED)
     return true
   }
@@ -163,6 +166,7 @@ export class RedisCounterStore implements CounterStore {
 
   async close(): Promise<void> {
     const subscriber = this.subscriber
+    this.closed = true
     this.subscriber = undefined
     await subscriber?.quit().catch(() => subscriber.disconnect())
   }
