@@ -4,8 +4,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { EXAMPLES_KEYWORD } from '../schemas/responses.js'
 import authRoutes from './auth/plugin.js'
-import { AddressFailureLimit } from './auth/address-failure-limit.js'
-import { FallbackCounterStore, LoginThrottle, MemoryCounterStore, RedisCounterStore, type CounterStore } from './auth/login-throttle.js'
+import { AddressFailureLimit } from './auth/throttle/address-failure-limit.js'
+import type { CounterStore } from './auth/throttle/counter-store.js'
+import { FallbackCounterStore } from './auth/throttle/fallback-counter-store.js'
+import { FamiliarPlaces, familiarPlacesKey } from './auth/throttle/familiar-places.js'
+import { LoginThrottle } from './auth/throttle/login-throttle.js'
+import { MemoryCounterStore } from './auth/throttle/memory-counter-store.js'
+import { RedisCounterStore } from './auth/throttle/redis-counter-store.js'
 import { configurePasswordHashing, passwordHashQueueDepth } from './auth/passwords.js'
 import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
@@ -23,6 +28,7 @@ import databasePlugin from './plugins/database.js'
 import docsPlugin from './plugins/docs.js'
 import drainingPlugin from './plugins/draining.js'
 import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
+import forwardedForCheck from './plugins/forwarded-for.js'
 import healthRoutes from './plugins/health.js'
 import requestDeadline from './plugins/request-deadline.js'
 import idempotencyPlugin from './idempotency/plugin.js'
@@ -129,6 +135,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(metricsPlugin, { requests: config.metricsPort !== undefined })
   // A database the caller opened (the tests share one) is theirs to observe.
   if (database.pool && !options.database && config.metricsPort !== undefined) database.pool.onAcquire = app.metrics.databasePool(database.pool)
+  await app.register(forwardedForCheck, { config })
   await app.register(securityHeaders)
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
@@ -145,7 +152,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
   const counters = await counterStore(app, config, options)
-  const throttle = new LoginThrottle(counters, config.loginThrottle)
+  // Its own connections (Redis's subscription to releases), given or not.
+  app.addHook('onClose', () => counters.close())
+  // Keyed by the signing key, which every instance shares: a new key forgets the familiar places.
+  const placesKey = familiarPlacesKey(config.jwt.algorithm === 'HS256' ? config.jwt.secret : config.jwt.privateKey)
+  const places = new FamiliarPlaces(counters, placesKey, config.loginFamiliarTtl * 1000)
+  const throttle = new LoginThrottle(counters, config.loginThrottle, places)
   // Wrong webhook path secrets: counted per address like failed logins, with the same limit and window.
   const secretGuesses = new AddressFailureLimit(counters, 'webhook-secret', config.loginThrottle)
   await app.register(healthRoutes, { prefix: '/health' })

@@ -68,6 +68,8 @@ export interface Config {
   http: { requestTimeout: number; keepAliveTimeout: number; connectionTimeout: number }
   /** burstWaitMs: how long a login waits for the attempts in flight that hold a limit, before 429. */
   loginThrottle: { perClient: number; perAccount: number; perAddress: number; windowSeconds: number; burstWaitMs: number }
+  /** Seconds a place (/24, /64) stays familiar to an account after a login from it; 0: no familiar places. */
+  loginFamiliarTtl: number
   /** A failed login is answered no sooner than this many ms after it began, whatever the stored hash. */
   loginFailureMinMs: number
   /** Password hashes allowed to wait per hashing thread; beyond, a login is 503 at once. */
@@ -368,6 +370,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
       windowSeconds: loginWindow,
       burstWaitMs: loginBurstWaitMs,
     },
+    loginFamiliarTtl: parseDuration(env.LOGIN_FAMILIAR_TTL ?? '30d'),
     loginFailureMinMs: Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
     passwordHashQueuePerThread: Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),
     helperThreadNiceness: Number(env.HELPER_THREAD_NICENESS ?? 10),

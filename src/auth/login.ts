@@ -1,7 +1,7 @@
 import { setTimeout } from 'node:timers/promises'
 import type { Db } from '../../db/types.js'
 import { problem } from '../lib/problem.js'
-import type { LoginThrottle } from './login-throttle.js'
+import type { LoginThrottle } from './throttle/login-throttle.js'
 import { hashPassword, isHashingBusy, spendVerificationTime, verifyPassword, type VerifyResult } from './passwords.js'
 import { findUserByEmail, type LoginCandidate } from './repository.js'
 import { startLoginSession, type TokenPair } from './sessions.js'

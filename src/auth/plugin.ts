@@ -4,7 +4,7 @@ import { loginRouteSchema, refreshRouteSchema, tokenRouteSchema } from '../../sc
 import { listUserCompanies } from '../tenancy/user-companies.js'
 import type { Config } from '../config.js'
 import { logIn } from './login.js'
-import { throttleReason, type LoginThrottle } from './login-throttle.js'
+import { throttleReason, type LoginThrottle } from './throttle/login-throttle.js'
 import { rotateRefreshToken } from './sessions.js'
 import { noStore } from '../lib/no-store.js'
 import { audit } from '../observability/audit.js'

@@ -77,6 +77,12 @@ export class ServiceMetrics {
     labelNames: ['cause'] as const,
     registers: [this.registry],
   })
+  /** A gateway missing from TRUST_PROXY shows here (deploy/prometheus/alerts.yml, UntrustedForwardedFor). */
+  readonly untrustedForwardedFor = new Counter({
+    name: 'untrusted_forwarded_for_requests_total',
+    help: "Requests carrying X-Forwarded-For from a peer TRUST_PROXY does not trust: their client address is the peer's (behind a gateway missing from TRUST_PROXY, every client is the gateway).",
+    registers: [this.registry],
+  })
   private readonly hashRejections = new Counter({
     name: 'password_hash_rejections_total',
     help: 'Password hashes refused at once (503) because the hashing queue was full.',

@@ -15,7 +15,7 @@ declare module 'fastify' {
   }
 }
 
-/** Wrong path secrets per client address (src/auth/login-throttle.ts, given by the app). */
+/** Wrong path secrets per client address (src/auth/throttle/address-failure-limit.ts, given by the app). */
 export interface SecretGuessLimit {
   /** A right secret: throws 429 while the address is at its limit, else counts nothing. */
   admit(clientAddress: string): Promise<void>

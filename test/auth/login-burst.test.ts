@@ -1,7 +1,9 @@
 import { Redis } from 'ioredis'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { afterAll, describe, expect, it } from 'vitest'
-import { IN_FLIGHT, MemoryCounterStore, RedisCounterStore, type CounterStore } from '../../src/auth/login-throttle.js'
+import type { CounterStore } from '../../src/auth/throttle/counter-store.js'
+import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
+import { RedisCounterStore } from '../../src/auth/throttle/redis-counter-store.js'
 import { buildTestApp, DEMO_PASSWORD, problemOf, useTestApp } from '../helpers/app.js'
 
 // Issue 27 item 2: a burst of the rightful owner's logins is served; a burst of guesses is still
@@ -207,12 +209,14 @@ describe('the counters in memory', () => {
 /** An attempt never settled holds its place for its lease only. */
 async function expectLeaseEnds(store: CounterStore): Promise<void> {
   const counters = [{ key: `lease-${Date.now()}`, limit: 1 }]
-  expect(await store.reserve('dead instance', counters, 300, 60_000)).toBe(0)
-  expect(await store.reserve('next', counters, 300, 60_000)).toBe(IN_FLIGHT)
+  expect(await store.reserve('dead instance', counters, 300, 60_000)).toEqual({ outcome: 'reserved' })
+  expect(await store.reserve('next', counters, 300, 60_000)).toMatchObject({ outcome: 'busy', key: counters[0]!.key })
   await sleep(400)
-  expect(await store.reserve('next', counters, 300, 60_000)).toBe(0)
-  await store.settle('next', [{ key: counters[0]!.key, settlement: 'failed' }], 60_000)
-  const blockedMs = await store.reserve('third', counters, 300, 60_000)
-  expect(blockedMs).toBeGreaterThan(59_000)
-  expect(blockedMs).toBeLessThanOrEqual(60_000)
+  expect(await store.reserve('next', counters, 300, 60_000)).toEqual({ outcome: 'reserved' })
+  await store.settle('next', [{ ...counters[0]!, settlement: 'failed' }], 60_000)
+  const blocked = await store.reserve('third', counters, 300, 60_000)
+  expect(blocked.outcome).toBe('blocked')
+  const { waitMs } = blocked as { waitMs: number }
+  expect(waitMs).toBeGreaterThan(59_000)
+  expect(waitMs).toBeLessThanOrEqual(60_000)
 }

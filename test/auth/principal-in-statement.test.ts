@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import { describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/app.js'
-import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
+import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
 import { sendJsonText } from '../../src/lib/json-text.js'
 import { userRoute } from '../../src/tenancy/routes.js'
 import { testDatabase } from '../helpers/database.js'

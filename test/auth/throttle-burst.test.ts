@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
-import { RedisCounterStore } from '../../src/auth/login-throttle.js'
+import { RedisCounterStore } from '../../src/auth/throttle/redis-counter-store.js'
 import { buildTestApp, DEMO_PASSWORD, problemOf, useTestApp } from '../helpers/app.js'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync, LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, beforeEach } from 'vitest'
 import { buildApp, type BuildOptions } from '../../src/app.js'
-import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
+import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { resetDatabase, testDatabase } from './database.js'
 import { recordConformance } from './openapi-conformance.js'

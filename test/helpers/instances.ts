@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { afterEach, beforeEach } from 'vitest'
 import { buildApp } from '../../src/app.js'
-import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
+import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
 import { createPostgresDatabase, type DatabaseHandle } from '../../src/db/database.js'
 import { testConfig } from './app.js'
 import { resetDatabase, testDatabase, workerSchema } from './database.js'

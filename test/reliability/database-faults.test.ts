@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/app.js'
-import { MemoryCounterStore } from '../../src/auth/login-throttle.js'
+import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
 import { createPostgresDatabase, type DatabaseHandle } from '../../src/db/database.js'
 import { databaseUrl } from '../helpers/database-url.js'
 import { resetDatabase, testDatabase, workerSchema } from '../helpers/database.js'

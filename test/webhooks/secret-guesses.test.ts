@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis'
 import type { FastifyInstance } from 'fastify'
 import { afterAll, describe, expect, it } from 'vitest'
-import { RedisCounterStore } from '../../src/auth/login-throttle.js'
+import { RedisCounterStore } from '../../src/auth/throttle/redis-counter-store.js'
 import type { LogDestination } from '../../src/logging.js'
 import { buildTestApp, problemOf, useTestApp } from '../helpers/app.js'
 import { WEBHOOK_SECRET, notification } from './helpers.js'

@@ -1,17 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import { problem } from '../lib/problem.js'
-import { IN_FLIGHT, type CounterLimit, type CounterStore } from './login-throttle.js'
+import type { CounterLimit, CounterStore } from './counter-store.js'
+import { throttled } from './throttled.js'
 
 /** A wrong attempt is in flight only between its count and its settlement: a lease of seconds is ample. */
 const LEASE_MS = 10_000
-
-/** The 429 of a counter at its limit, with the whole seconds until it resets as Retry-After (as the login's). */
-function throttled(blockedMs: number): Error {
-  const retryAfter = Math.max(1, Math.ceil(blockedMs / 1000))
-  return problem(429, 'throttled', `Request was throttled. Expected available in ${retryAfter} seconds.`, {
-    headers: { 'retry-after': String(retryAfter) },
-  })
-}
 
 /**
  * Failures per client address at one door other than the login (the webhook's path secret), in the
@@ -43,9 +35,9 @@ export class AddressFailureLimit {
     const windowMs = this.limits.windowSeconds * 1000
     const attempt = randomUUID()
     // Put in flight first, so that concurrent wrong attempts past the limit are refused, then counted.
-    const blockedMs = await this.store.reserve(attempt, [counter], LEASE_MS, windowMs)
-    if (blockedMs === IN_FLIGHT) throw throttled(1000)
-    if (blockedMs > 0) throw throttled(blockedMs)
-    await this.store.settle(attempt, [{ key: counter.key, settlement: 'failed' }], windowMs)
+    const result = await this.store.reserve(attempt, [counter], LEASE_MS, windowMs)
+    if (result.outcome === 'busy') throw throttled(1000)
+    if (result.outcome === 'blocked') throw throttled(result.waitMs)
+    await this.store.settle(attempt, [{ ...counter, settlement: 'failed' }], windowMs)
   }
 }
