@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process'
 import http from 'node:http'
+import https from 'node:https'
 import pg from 'pg'
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
 import { nginxBinary, startNginx, type Nginx } from './nginx.js'
@@ -37,18 +38,27 @@ export async function recreateDatabase(serverUrl: string, database: string, stat
   }
 }
 
+export interface RequestOptions {
+  method?: string
+  path: string
+  headers?: Record<string, string>
+  body?: unknown
+  from?: string
+  timeoutMs?: number
+  /** HTTPS, trusting this authority's certificate (the gateway's: Nginx.ca); plain HTTP without. */
+  ca?: string
+}
+
 /**
  * One request, on a connection of its own, from `from` (a loopback address other than the
  * gateway's 127.0.0.1, so the service can tell the client from the gateway).
  */
-export function request(
-  port: number,
-  options: { method?: string; path: string; headers?: Record<string, string>; body?: unknown; from?: string; timeoutMs?: number },
-): Promise<Answer> {
+export function request(port: number, options: RequestOptions): Promise<Answer> {
   const body = options.body === undefined ? undefined : JSON.stringify(options.body)
   return new Promise((resolve, reject) => {
-    const outgoing = http.request(
+    const outgoing = (options.ca ? https : http).request(
       {
+        ...(options.ca ? { ca: options.ca } : {}),
         host: '127.0.0.1',
         port,
         method: options.method ?? 'GET',
