@@ -86,6 +86,8 @@ export interface Topology {
   bouncer: PgBouncer
   instances: ServerProcess[]
   ports: number[]
+  /** Each instance's metrics port, when started with `metrics`. */
+  metricsPorts: number[]
   database: string
   /** SIGTERMs instance `index` (keeping it out of the gateway meanwhile, as a rolling deploy does), restarts it, puts it back. */
   restart(index: number, beforeStop?: () => Promise<void>): Promise<{ exitCode: number | null; notReadyMs: number; tookMs: number }>
@@ -107,11 +109,16 @@ export function run(command: string, args: string[], env: Record<string, string>
  * The fleet of the issue on this machine: nginx in front of two service processes, both on
  * PgBouncer (transaction mode) in front of a database of their own on the test server, sharing
  * the login counters in Redis. The database is made and filled with `npm run migrate` / `seed`'s
- * code through PgBouncer, as an operator would.
+ * code through PgBouncer, as an operator would. `name` tells its database apart from another test
+ * file's fleet; `metrics` gives each instance a metrics port.
  */
-export async function startTopology(env: Record<string, string>, deregister = true): Promise<Topology> {
+export async function startTopology(
+  env: Record<string, string>,
+  deregister = true,
+  options: { name?: string; metrics?: boolean } = {},
+): Promise<Topology> {
   const serverUrl = new URL(process.env.TEST_DATABASE_URL ?? '')
-  const database = `${decodeURIComponent(serverUrl.pathname.slice(1))}_topology`
+  const database = `${decodeURIComponent(serverUrl.pathname.slice(1))}_${options.name ?? 'topology'}`
   await recreateDatabase(serverUrl.toString(), database, [
     // The documented way to give the service its settings behind PgBouncer (README, "behind PgBouncer").
     `ALTER ROLE CURRENT_USER IN DATABASE "${database}" SET plan_cache_mode = force_generic_plan`,
@@ -125,7 +132,11 @@ export async function startTopology(env: Record<string, string>, deregister = tr
   await run(process.execPath, ['--import', 'tsx', 'src/cli/seed.ts'], cliEnv)
 
   const ports = [await freePort(), await freePort()]
-  const instanceEnv = (port: number) => ({ ...env, ...cliEnv, PORT: String(port) })
+  const metricsPorts = options.metrics ? [await freePort(), await freePort()] : []
+  const instanceEnv = (port: number) => {
+    const metricsPort = metricsPorts[ports.indexOf(port)]
+    return { ...env, ...cliEnv, PORT: String(port), ...(metricsPort ? { METRICS_PORT: String(metricsPort) } : {}) }
+  }
   const instances = await Promise.all(ports.map((port) => startServerProcess(instanceEnv(port))))
   const gateway = await startNginx(ports)
 
@@ -134,6 +145,7 @@ export async function startTopology(env: Record<string, string>, deregister = tr
     bouncer,
     instances,
     ports,
+    metricsPorts,
     database,
     async restart(index, beforeStop) {
       const port = ports[index]!
