@@ -42,7 +42,8 @@ function send(nginx: Nginx, agent: https.Agent, path: string, options: { method?
         response.on('error', reject)
       },
     )
-    request.on('error', reject)
+    // Whether the request went on a kept connection, for the error too.
+    request.on('error', (error) => reject(Object.assign(error, { reused: request.reusedSocket })))
     request.end(body)
   })
 }
@@ -54,7 +55,7 @@ describe.skipIf(unavailable)('the gateway deny list (issue 34)', () => {
     nginx = undefined
   })
 
-  it('refuses a denied address with 403 after a reload, which drops no connection of another client', async () => {
+  it('refuses a denied address with 403 after a reload, which lets the requests in flight of other clients finish', async () => {
     // A failed login is answered after 3 s: a request long enough to be in flight across the reload.
     const service = await processes.start({ TRUST_PROXY: '127.0.0.1', LOG_LEVEL: 'warn', LOGIN_FAILURE_MIN_MS: '3000' })
     nginx = await startNginx([Number(new URL(service.baseUrl).port)])
@@ -72,18 +73,31 @@ describe.skipIf(unavailable)('the gateway deny list (issue 34)', () => {
       expect((await send(gateway, inFlight, '/health/live')).status).toBe(200)
       expect((await send(gateway, idle, '/health/live')).status).toBe(200)
 
-      // One client sends request after request on its connection all along.
-      const stream = { answered: 0, failed: [] as string[], reused: 0 }
+      // One client sends request after request on its connection all along. A request sent on its
+      // idle connection just as the retiring worker closes it gets no answer (nginx closes idle
+      // keep-alive connections at once when it retires a worker): the race of HTTP/1.1 keep-alive
+      // that clients meet by sending such a request again (RFC 9112, 9.3.1; docs/retries.md), as
+      // this one does, once. Anything else is a failure.
+      const stream = { answered: 0, failed: [] as string[], reused: 0, raced: 0 }
       let streaming = true
       const streamer = (async () => {
         while (streaming) {
-          try {
-            const answer = await send(gateway, busy, '/health/live')
-            stream.answered++
-            if (answer.reused) stream.reused++
-            if (answer.status !== 200) stream.failed.push(`${answer.status} ${answer.body.slice(0, 100)}`)
-          } catch (error) {
-            stream.failed.push((error as Error).message)
+          for (let attempt = 1; ; attempt++) {
+            try {
+              const answer = await send(gateway, busy, '/health/live')
+              stream.answered++
+              if (answer.reused) stream.reused++
+              if (answer.status !== 200) stream.failed.push(`${answer.status} ${answer.body.slice(0, 100)}`)
+              break
+            } catch (error) {
+              const { message, reused } = error as Error & { reused?: boolean }
+              if (attempt === 1 && reused) {
+                stream.raced++
+                continue
+              }
+              stream.failed.push(`${message} (attempt ${attempt}, ${reused ? 'kept' : 'new'} connection)`)
+              break
+            }
           }
         }
       })()
@@ -126,7 +140,7 @@ describe.skipIf(unavailable)('the gateway deny list (issue 34)', () => {
       process.stderr.write(
         `blocklist: reload with a request in flight (answered ${answered.status} after ${slowMs} ms, ${Date.now() - reloadedAt} ms since the reload, ` +
           `connection: ${String(answered.headers.connection)}); another client's ${stream.answered} requests across it, ${stream.reused} on a kept connection, ` +
-          `${stream.failed.length} failed; the idle connection's next request ${afterIdle.reused ? 'reused it' : 'opened a new one'}\n`,
+          `${stream.raced} sent again after their kept connection closed as they went, ${stream.failed.length} failed; the idle connection's next request ${afterIdle.reused ? 'reused it' : 'opened a new one'}\n`,
       )
       expect(stream.failed).toEqual([])
       expect(stream.answered).toBeGreaterThan(10)
