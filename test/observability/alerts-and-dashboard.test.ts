@@ -15,6 +15,7 @@ import { useServerProcesses } from '../helpers/server-process.js'
 const RULES = 'deploy/prometheus/alerts.yml'
 const DASHBOARD = 'deploy/grafana/dashboard.json'
 const RUNBOOK = 'docs/runbook.md'
+const PROMETHEUS_CONFIG = 'deploy/prometheus/prometheus.yml'
 
 /** Made by Prometheus itself for each target, not exported by the service. */
 const PROMETHEUS_SERIES = new Set(['up'])
@@ -65,7 +66,7 @@ function parseRules(text: string): Rule[] {
     } else if (expr) {
       rule.expr = expr[2]!.trim()
     }
-    const runbook = /^\s*runbook_url: (\S+)\s*$/.exec(line)
+    const runbook = /^\s*runbook_url: '?([^']+?)'?\s*$/.exec(line)
     if (runbook) rule.runbookUrl = runbook[1]!
   }
   return rules
@@ -261,16 +262,21 @@ describe.skipIf(!promtool)("the dashboard's PromQL (issue 29)", () => {
   })
 })
 
-describe('the runbook (issue 29)', () => {
-  it('has an entry per alert, and each alert points at its entry', async () => {
+describe('the runbook (issues 29, 34)', () => {
+  it("has an entry per alert, and each alert points at its entry's absolute address", async () => {
     const rules = parseRules(await readFile(RULES, 'utf8'))
     const runbook = await readFile(RUNBOOK, 'utf8')
     const headings = new Set([...runbook.matchAll(/^### (\S+)\s*$/gm)].map((match) => match[1]!))
     const alerts = rules.flatMap((rule) => (rule.alert ? [rule] : []))
     for (const alert of alerts) {
       expect(headings, `${RUNBOOK} has a "### ${alert.alert}" entry`).toContain(alert.alert)
-      expect(alert.runbookUrl, `${alert.alert}'s runbook_url`).toBe(`${RUNBOOK}#${alert.alert!.toLowerCase()}`)
+      // Absolute once Prometheus expands it (the external label runbook_base, prometheus.yml).
+      expect(alert.runbookUrl, `${alert.alert}'s runbook_url`).toBe(`{{ $externalLabels.runbook_base }}#${alert.alert!.toLowerCase()}`)
     }
+    const base = /^\s+runbook_base: (\S+)$/m.exec(await readFile(PROMETHEUS_CONFIG, 'utf8'))?.[1]
+    expect(base, `${PROMETHEUS_CONFIG} sets the external label runbook_base`).toBeDefined()
+    expect(new URL(base!).protocol).toBe('https:')
+    expect(base).toMatch(new RegExp(`/${RUNBOOK}$`))
     for (const entry of ['Symptom', 'Likely cause', 'Look at', 'Do']) {
       expect(runbook.match(new RegExp(`^\\*\\*${entry}\\.\\*\\*`, 'gm'))?.length, `every entry has its "${entry}."`).toBe(alerts.length)
     }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEMO_PASSWORD } from '../../db/seed/demo.js'
 import { DEMO } from '../../db/seed/ids.js'
 import { cnpjCheckDigits } from '../../src/lib/tax-id.js'
-import { request, startTopology, topologyUnavailable, type Answer, type Topology } from './topology.js'
+import { request, startTopology, topologyUnavailable, type Answer, type RequestOptions, type Topology } from './topology.js'
 
 const unavailable = topologyUnavailable()
 if (unavailable) process.stderr.write(`${unavailable}\n`)
@@ -60,9 +60,11 @@ async function withRetries(send: () => Promise<Answer>, retries: { count: number
 describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgBouncer, PostgreSQL, Redis', () => {
   let topology: Topology
   let gateway: number
+  /** Through the gateway, over TLS, trusting the test authority that signed its certificate. */
+  const viaGateway = (options: RequestOptions) => request(gateway, { ...options, ca: topology.gateway.ca })
 
   const login = async (email: string): Promise<{ access: string; refresh: string }> => {
-    const answer = await request(gateway, { method: 'POST', path: '/api/auth/v1/token', body: { email, password: DEMO_PASSWORD }, from: '127.0.0.9' })
+    const answer = await viaGateway({ method: 'POST', path: '/api/auth/v1/token', body: { email, password: DEMO_PASSWORD }, from: '127.0.0.9' })
     if (answer.status !== 200) throw new Error(`login ${email}: ${answer.status} ${answer.body}\n${instanceLogs()}`)
     return json(answer) as { access: string; refresh: string }
   }
@@ -80,9 +82,18 @@ describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgB
   }, 60_000)
 
   it('serves through the gateway on PgBouncer, the settings given by ALTER ROLE (no configuration error)', async () => {
-    const ready = await request(gateway, { path: '/health/ready' })
+    const ready = await viaGateway({ path: '/health/ready' })
     expect(ready.status).toBe(200)
     expect(json(ready)).toEqual({ status: 'ok' })
+    expect(ready.headers['strict-transport-security']).toBe('max-age=31536000')
+    // Plain HTTP answers only a redirect to the same path over HTTPS, and never reaches an instance.
+    const plain = await request(topology.gateway.httpPort, {
+      method: 'POST',
+      path: '/api/auth/v1/token?x=1',
+      body: { email: 'a@b.c', password: 'p' },
+    })
+    expect(plain.status).toBe(308)
+    expect(plain.headers.location).toBe('https://127.0.0.1/api/auth/v1/token?x=1')
   })
 
   it(
@@ -103,7 +114,7 @@ describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgB
       const reader = async () => {
         while (running) {
           // A GET is always safe to send again.
-          const answer = await withRetries(() => request(gateway, { path: '/api/company/v1/get-user-companies', headers: auth }), retries)
+          const answer = await withRetries(() => viaGateway({ path: '/api/company/v1/get-user-companies', headers: auth }), retries)
           record('read', answer, 200)
         }
       }
@@ -114,7 +125,7 @@ describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgB
           const headers = { ...auth, 'idempotency-key': randomUUID() }
           const answer = await withRetries(
             () =>
-              request(gateway, {
+              viaGateway({
                 method: 'POST',
                 path: `/api/company/v1/${roles.acmeSeller}/customers/${customer.id}`,
                 headers,
@@ -129,7 +140,7 @@ describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgB
         let refresh = tokens.refresh
         while (running) {
           // The same spent token again within REFRESH_REUSE_GRACE gets the same successor.
-          const answer = await withRetries(() => request(gateway, { method: 'POST', path: '/api/auth/v1/token/refresh', body: { refresh } }), retries)
+          const answer = await withRetries(() => viaGateway({ method: 'POST', path: '/api/auth/v1/token/refresh', body: { refresh } }), retries)
           record('refresh', answer, 200)
           // An answer still lost after the retries ends the chain: its next token is unknown.
           if (answer instanceof Error || answer.status !== 200) return
@@ -166,7 +177,7 @@ describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgB
 
   it('answers 503 within seconds while PgBouncer is paused, keeps liveness, and recovers on RESUME', async () => {
     const alice = await login('alice@acme.example')
-    const read = () => request(gateway, { path: '/api/company/v1/get-user-companies', headers: { authorization: `Bearer ${alice.access}` } })
+    const read = () => viaGateway({ path: '/api/company/v1/get-user-companies', headers: { authorization: `Bearer ${alice.access}` } })
     expect((await read()).status).toBe(200)
     await topology.bouncer.admin(`PAUSE ${topology.database}`)
     try {
@@ -214,7 +225,7 @@ describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgB
   it('shares the login limit across instances by the client address from X-Forwarded-For, which the client cannot spoof', async () => {
     const email = `topology-${randomUUID()}@example.test`
     const attempt = (from: string, spoofed: string) =>
-      request(gateway, {
+      viaGateway({
         method: 'POST',
         path: '/api/auth/v1/token',
         body: { email, password: 'wrong-password' },

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process'
 import http from 'node:http'
+import https from 'node:https'
 import pg from 'pg'
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
 import { nginxBinary, startNginx, type Nginx } from './nginx.js'
@@ -37,18 +38,27 @@ export async function recreateDatabase(serverUrl: string, database: string, stat
   }
 }
 
+export interface RequestOptions {
+  method?: string
+  path: string
+  headers?: Record<string, string>
+  body?: unknown
+  from?: string
+  timeoutMs?: number
+  /** HTTPS, trusting this authority's certificate (the gateway's: Nginx.ca); plain HTTP without. */
+  ca?: string
+}
+
 /**
  * One request, on a connection of its own, from `from` (a loopback address other than the
  * gateway's 127.0.0.1, so the service can tell the client from the gateway).
  */
-export function request(
-  port: number,
-  options: { method?: string; path: string; headers?: Record<string, string>; body?: unknown; from?: string; timeoutMs?: number },
-): Promise<Answer> {
+export function request(port: number, options: RequestOptions): Promise<Answer> {
   const body = options.body === undefined ? undefined : JSON.stringify(options.body)
   return new Promise((resolve, reject) => {
-    const outgoing = http.request(
+    const outgoing = (options.ca ? https : http).request(
       {
+        ...(options.ca ? { ca: options.ca } : {}),
         host: '127.0.0.1',
         port,
         method: options.method ?? 'GET',
@@ -76,6 +86,8 @@ export interface Topology {
   bouncer: PgBouncer
   instances: ServerProcess[]
   ports: number[]
+  /** Each instance's metrics port, when started with `metrics`. */
+  metricsPorts: number[]
   database: string
   /** SIGTERMs instance `index` (keeping it out of the gateway meanwhile, as a rolling deploy does), restarts it, puts it back. */
   restart(index: number, beforeStop?: () => Promise<void>): Promise<{ exitCode: number | null; notReadyMs: number; tookMs: number }>
@@ -97,11 +109,16 @@ export function run(command: string, args: string[], env: Record<string, string>
  * The fleet of the issue on this machine: nginx in front of two service processes, both on
  * PgBouncer (transaction mode) in front of a database of their own on the test server, sharing
  * the login counters in Redis. The database is made and filled with `npm run migrate` / `seed`'s
- * code through PgBouncer, as an operator would.
+ * code through PgBouncer, as an operator would. `name` tells its database apart from another test
+ * file's fleet; `metrics` gives each instance a metrics port.
  */
-export async function startTopology(env: Record<string, string>, deregister = true): Promise<Topology> {
+export async function startTopology(
+  env: Record<string, string>,
+  deregister = true,
+  options: { name?: string; metrics?: boolean } = {},
+): Promise<Topology> {
   const serverUrl = new URL(process.env.TEST_DATABASE_URL ?? '')
-  const database = `${decodeURIComponent(serverUrl.pathname.slice(1))}_topology`
+  const database = `${decodeURIComponent(serverUrl.pathname.slice(1))}_${options.name ?? 'topology'}`
   await recreateDatabase(serverUrl.toString(), database, [
     // The documented way to give the service its settings behind PgBouncer (README, "behind PgBouncer").
     `ALTER ROLE CURRENT_USER IN DATABASE "${database}" SET plan_cache_mode = force_generic_plan`,
@@ -115,7 +132,11 @@ export async function startTopology(env: Record<string, string>, deregister = tr
   await run(process.execPath, ['--import', 'tsx', 'src/cli/seed.ts'], cliEnv)
 
   const ports = [await freePort(), await freePort()]
-  const instanceEnv = (port: number) => ({ ...env, ...cliEnv, PORT: String(port) })
+  const metricsPorts = options.metrics ? [await freePort(), await freePort()] : []
+  const instanceEnv = (port: number) => {
+    const metricsPort = metricsPorts[ports.indexOf(port)]
+    return { ...env, ...cliEnv, PORT: String(port), ...(metricsPort ? { METRICS_PORT: String(metricsPort) } : {}) }
+  }
   const instances = await Promise.all(ports.map((port) => startServerProcess(instanceEnv(port))))
   const gateway = await startNginx(ports)
 
@@ -124,6 +145,7 @@ export async function startTopology(env: Record<string, string>, deregister = tr
     bouncer,
     instances,
     ports,
+    metricsPorts,
     database,
     async restart(index, beforeStop) {
       const port = ports[index]!
