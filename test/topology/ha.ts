@@ -192,6 +192,8 @@ export interface HaCluster {
   stopNode(index: number): Promise<void>
   /** Patroni started again on the node's folder: it rejoins as a standby (rewound by pg_rewind if it was ahead). */
   startNode(index: number): Promise<void>
+  /** Whether the node's Patroni runs (started and neither killed nor stopped). */
+  running(index: number): boolean
   /** Patroni's manual failover to node `index` (a synchronous standby in synchronous mode); waits until it is the primary. */
   promote(index: number): Promise<void>
   /** Patroni's member list (GET /cluster on any running node). */
@@ -473,6 +475,7 @@ export async function startHaCluster(nodesOrCount: number | HaNodeOptions[] = 3)
       if (!stopped) await cluster.killNode(index)
       patronis.delete(index)
     },
+    running: (index) => patronis.has(index),
     async startNode(index) {
       if (patronis.has(index)) throw new Error(`${nodes[index]!.name} is running`)
       startPatroni(nodes[index]!)
@@ -549,17 +552,24 @@ export async function startHaCluster(nodesOrCount: number | HaNodeOptions[] = 3)
     for (const node of nodes) await writeNodeFiles(node)
     // The first node bootstraps the cluster (initdb); the others clone it (pg_basebackup) once it leads.
     startPatroni(nodes[0]!)
+    // The others may start once the first holds the cluster's initialize key: they wait for it to
+    // lead, then clone it (pg_basebackup), instead of racing it to initdb.
+    const patroniYml = await readFile(path.join(DEPLOY, 'patroni.yml'), 'utf8')
+    const key = `${/^namespace: (\S+)/m.exec(patroniYml)?.[1] ?? '/service/'}${/^scope: (\S+)/m.exec(patroniYml)?.[1]}/initialize`
     await waitFor(
-      `${nodes[0]!.name} bootstrapped as the primary`,
-      90_000,
-      async () => ((await roleOf(nodes[0]!, '/primary')) ? true : undefined),
+      `${nodes[0]!.name} initializing the cluster`,
+      60_000,
+      async () => {
+        const response = await fetch(`http://127.0.0.1:${etcdClient}/v3/kv/range`, {
+          method: 'POST',
+          body: JSON.stringify({ key: Buffer.from(key).toString('base64') }),
+          signal: AbortSignal.timeout(1_000),
+        })
+        return ((await response.json()) as { kvs?: unknown[] }).kvs?.length ? true : undefined
+      },
       logs,
     )
     for (const node of nodes.slice(1)) startPatroni(node)
-    for (const node of nodes.slice(1)) await cluster.waitForStandby(node.index, 90_000)
-    // In synchronous mode (strict), writes wait until Patroni has named a synchronous standby.
-    const dynamic = (await (await patroni(nodes[0]!, '/config')).json()) as { synchronous_mode?: boolean }
-    if (nodes.length > 1 && dynamic.synchronous_mode) await cluster.waitForSynchronousStandby(60_000)
 
     cluster.readWritePort = await freePort()
     cluster.replicasPort = await freePort()
@@ -569,6 +579,17 @@ export async function startHaCluster(nodesOrCount: number | HaNodeOptions[] = 3)
     const binary = haproxyBinary()
     if (!binary) throw new Error('haproxy is not installed')
     haproxy = spawnLogged(binary, ['-f', config, '-db'], env, path.join(root, 'haproxy.log'), false)
+
+    await waitFor(
+      `${nodes[0]!.name} bootstrapped as the primary`,
+      90_000,
+      async () => ((await roleOf(nodes[0]!, '/primary')) ? true : undefined),
+      logs,
+    )
+    for (const node of nodes.slice(1)) await cluster.waitForStandby(node.index, 90_000)
+    // In synchronous mode (strict), writes wait until Patroni has named a synchronous standby.
+    const dynamic = (await (await patroni(nodes[0]!, '/config')).json()) as { synchronous_mode?: boolean }
+    if (nodes.length > 1 && dynamic.synchronous_mode) await cluster.waitForSynchronousStandby(60_000)
     // HAProxy starts with every server up until its checks say otherwise: wait for them to.
     await cluster.waitForReadWriteAddress({ timeoutMs: 30_000 })
     return cluster
