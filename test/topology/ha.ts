@@ -203,9 +203,9 @@ export interface HaCluster {
   /** Waits until HAProxy's read-write address has one server up: the primary's; its index. */
   waitForReadWriteAddress(options?: { not?: number; timeoutMs?: number }): Promise<number>
   /**
-   * Points HAProxy's read-write address at node `index` whatever Patroni says (its health check off,
-   * the other servers in maintenance, their sessions cut): a stale check. The returned function
-   * gives the address back to the checks and cuts the sessions of `index`.
+   * Points HAProxy's read-write address at node `index` whatever Patroni says (the checks off, the
+   * other servers forced down and their sessions cut): a stale check. The returned function puts
+   * every server back as it was, under its checks again, and cuts the sessions of `index`.
    */
   pointReadWriteAt(index: number): Promise<() => Promise<void>>
   /** A command on HAProxy's admin socket. */
@@ -509,20 +509,22 @@ export async function startHaCluster(nodesOrCount: number | HaNodeOptions[] = 3)
       )
     },
     async pointReadWriteAt(index) {
-      const target = nodes[index]!.name
-      const others = nodes.filter((node) => node.index !== index).map((node) => node.name)
-      await cluster.haproxy(`disable health primary/${target}`)
-      await cluster.haproxy(`set server primary/${target} health up`)
-      for (const name of others) {
-        await cluster.haproxy(`set server primary/${name} state maint`)
-        await cluster.haproxy(`shutdown sessions server primary/${name}`)
+      const before = await cluster.readWriteServers()
+      // Every server's checks off and its state forced: HAProxy would otherwise take a server out of
+      // maintenance as up until its checks say otherwise (2 s here), a standby included.
+      for (const server of before) {
+        await cluster.haproxy(`disable health primary/${server.name}`)
+        await cluster.haproxy(`set server primary/${server.name} health ${server.name === nodes[index]!.name ? 'up' : 'down'}`)
+        if (server.name !== nodes[index]!.name) await cluster.haproxy(`shutdown sessions server primary/${server.name}`)
       }
       return async () => {
-        // Down before the checks resume, so that only a passing check (Patroni's /primary) brings it back.
-        await cluster.haproxy(`set server primary/${target} health down`)
-        await cluster.haproxy(`enable health primary/${target}`)
-        await cluster.haproxy(`shutdown sessions server primary/${target}`)
-        for (const name of others) await cluster.haproxy(`set server primary/${name} state ready`)
+        // As they were, the checks on again to keep them so; the sessions on `index` cut.
+        for (const server of before) {
+          await cluster.haproxy(`set server primary/${server.name} health ${server.up ? 'up' : 'down'}`)
+          await cluster.haproxy(`enable health primary/${server.name}`)
+        }
+        if (!before.find((server) => server.name === nodes[index]!.name)?.up)
+          await cluster.haproxy(`shutdown sessions server primary/${nodes[index]!.name}`)
       }
     },
     logs,
