@@ -265,8 +265,8 @@ function signal(pid: number, name: NodeJS.Signals): void {
   }
 }
 
-async function patroni(node: HaNode, route: string, init?: RequestInit): Promise<Response> {
-  return fetch(`http://127.0.0.1:${node.apiPort}${route}`, { ...init, signal: AbortSignal.timeout(2_000) })
+async function patroni(node: HaNode, route: string, init?: RequestInit, timeoutMs = 2_000): Promise<Response> {
+  return fetch(`http://127.0.0.1:${node.apiPort}${route}`, { ...init, signal: AbortSignal.timeout(timeoutMs) })
 }
 
 function adminCommand(socketPath: string, command: string): Promise<string> {
@@ -482,7 +482,8 @@ export async function startHaCluster(nodesOrCount: number | HaNodeOptions[] = 3)
     },
     async promote(index) {
       const node = nodes[index]!
-      const response = await patroni(node, '/failover', { method: 'POST', body: JSON.stringify({ candidate: node.name }) })
+      // Patroni answers once the failover is done (or has failed).
+      const response = await patroni(node, '/failover', { method: 'POST', body: JSON.stringify({ candidate: node.name }) }, 60_000)
       if (!response.ok) throw new Error(`failover to ${node.name}: ${response.status} ${await response.text()}`)
       await waitFor(`${node.name} the primary`, 60_000, async () => ((await roleOf(node, '/primary')) ? true : undefined), logs)
     },
