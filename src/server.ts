@@ -4,6 +4,7 @@ import { DEMO_PASSWORD, seedDemoUnlessPresent } from '../db/seed/demo.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { DataDirInUse } from './db/data-dir-lock.js'
+import { checkPortsBindable } from './lib/port-check.js'
 import { lowerHelperThreadPriority } from './lib/thread-priority.js'
 import { listenAndAnnounce } from './observability/start-line.js'
 import { startMetricsServer } from './plugins/metrics.js'
@@ -29,6 +30,13 @@ function portInUse(error: unknown, config: Config): string | undefined {
   return `port ${port} is in use by another process (another \`npm start\`?): stop it, or start on another port: PORT=${port + 1} npm start`
 }
 
+function exitIfPortInUse(error: unknown, config: Config): never {
+  const busy = portInUse(error, config)
+  if (!busy) throw error
+  process.stderr.write(`${busy}\n`)
+  process.exit(1)
+}
+
 /** Entry point: validate the environment, build the app, listen, and shut down gracefully. */
 async function main(): Promise<void> {
   let config
@@ -41,6 +49,11 @@ async function main(): Promise<void> {
     }
     throw error
   }
+  // Ports first: one another process holds is named at once, before the database is opened.
+  await checkPortsBindable([
+    { port: config.port, host: config.host },
+    { port: config.metricsPort, host: config.metricsHost },
+  ]).catch((error: unknown) => exitIfPortInUse(error, config))
   const tracing = await startTracing()
   // A new embedded database gets the demo data (docs/api.md §5); DATABASE_URL never does.
   const app = await buildApp(config, { seedNewEmbedded: seedDemoUnlessPresent }).catch((error: unknown) => {
@@ -67,10 +80,7 @@ async function main(): Promise<void> {
     await listenAndAnnounce(app, config, config.databaseUrl === undefined ? { email: 'alice@acme.example', password: DEMO_PASSWORD } : undefined)
     if (config.metricsPort !== undefined) await startMetricsServer(app, config.metricsPort, config.metricsHost)
   } catch (error) {
-    const busy = portInUse(error, config)
-    if (!busy) throw error
-    process.stderr.write(`${busy}\n`)
-    process.exit(1)
+    exitIfPortInUse(error, config)
   }
   // Password hashing runs on these threads; the event loop must keep the CPU it needs (issue 6).
   const lowered = await lowerHelperThreadPriority(config.helperThreadNiceness)

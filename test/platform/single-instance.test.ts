@@ -72,22 +72,31 @@ describe('a start that cannot work', { timeout: 180_000 }, () => {
     expect((await fetch(`${second.baseUrl}/health/ready`)).status).toBe(200)
   })
 
-  it('a port another process holds: one line naming the port and the fix, exit 1', async () => {
-    const holder = createServer()
-    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))
-    const port = (holder.address() as { port: number }).port
-    try {
-      const exit = await runServer({
-        PORT: String(port),
-        ...(embedded ? { PGLITE_DIR: 'memory://' } : { DATABASE_URL: process.env.TEST_DATABASE_URL ?? '' }),
-      })
-      expect(oneLine(exit)).toBe(
-        `port ${port} is in use by another process (another \`npm start\`?): stop it, or start on another port: PORT=${port + 1} npm start`,
-      )
-    } finally {
-      holder.close()
-    }
-  })
+  it.each(['PORT', 'METRICS_PORT'])(
+    'a port another process holds (%s): one line naming the port and the fix, exit 1, before the database is opened',
+    async (variable) => {
+      const holder = createServer()
+      await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))
+      const port = (holder.address() as { port: number }).port
+      // A new embedded database folder: opening the database would create it.
+      const parent = await mkdtemp(path.join(tmpdir(), 'busy-port-'))
+      const dataDir = path.join(parent, 'pglite')
+      try {
+        const ports: Record<string, string> =
+          variable === 'PORT' ? { PORT: String(port) } : { PORT: String(await freePort()), METRICS_PORT: String(port) }
+        const exit = await runServer({ ...ports, METRICS_HOST: '127.0.0.1', PGLITE_DIR: dataDir })
+        expect(oneLine(exit)).toBe(
+          variable === 'PORT'
+            ? `port ${port} is in use by another process (another \`npm start\`?): stop it, or start on another port: PORT=${port + 1} npm start`
+            : `metrics port ${port} is in use by another process: stop it, or set METRICS_PORT to another port (0: no metrics)`,
+        )
+        expect(existsSync(dataDir)).toBe(false)
+      } finally {
+        holder.close()
+        await rm(parent, { recursive: true, force: true })
+      }
+    },
+  )
 })
 
 describe('the Node.js version', () => {
