@@ -4,7 +4,7 @@ import { DEMO_PASSWORD, seedDemoUnlessPresent } from '../db/seed/demo.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { DataDirInUse } from './db/data-dir-lock.js'
-import { checkPortsBindable } from './lib/port-check.js'
+import { checkPortsBindable, portInUse } from './lib/port-check.js'
 import { lowerHelperThreadPriority } from './lib/thread-priority.js'
 import { listenAndAnnounce } from './observability/start-line.js'
 import { startMetricsServer } from './plugins/metrics.js'
@@ -18,16 +18,6 @@ async function startTracing(): Promise<{ shutdownTracing(): Promise<void> } | un
   if (!process.env.OTEL_EXPORTER_OTLP_ENDPOINT && !process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return undefined
   const specifier = './tracing.js'
   return (await import(specifier)) as { shutdownTracing(): Promise<void> }
-}
-
-/** The one line for a port another process holds (this service's or the metrics'), naming the fix. */
-function portInUse(error: unknown, config: Config): string | undefined {
-  if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') return undefined
-  const port = (error as { port?: number }).port ?? config.port
-  if (port === config.metricsPort && port !== config.port) {
-    return `metrics port ${port} is in use by another process: stop it, or set METRICS_PORT to another port (0: no metrics)`
-  }
-  return `port ${port} is in use by another process (another \`npm start\`?): stop it, or start on another port: PORT=${port + 1} npm start`
 }
 
 function exitIfPortInUse(error: unknown, config: Config): never {

@@ -15,3 +15,13 @@ export async function checkPortsBindable(targets: readonly { port: number | unde
     })
   }
 }
+
+/** The one line for a port another process holds (the service's or the metrics'), naming the fix; `command` restarts it. */
+export function portInUse(error: unknown, ports: { port: number; metricsPort: number | undefined }, command = 'npm start'): string | undefined {
+  if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') return undefined
+  const port = (error as { port?: number }).port ?? ports.port
+  if (port === ports.metricsPort && port !== ports.port) {
+    return `metrics port ${port} is in use by another process: stop it, or set METRICS_PORT to another port (0: no metrics)`
+  }
+  return `port ${port} is in use by another process (another \`${command}\`?): stop it, or start on another port: PORT=${port + 1} ${command}`
+}
