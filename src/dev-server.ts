@@ -17,8 +17,9 @@ import { startMetricsServer } from './plugins/metrics.js'
  * `npm run dev`'s service (scripts/dev-runner.mjs). This file and the code under it are bundled
  * anew on every save and imported into the running process, which keeps the database open from one
  * version to the next: a reload builds the app again, instead of starting Node, loading PGlite's
- * WASM and checking migrations and the seed (6-15 s with `tsx watch`). The packages stay loaded
- * (the bundle leaves them to node_modules), so only our code is evaluated again.
+ * WASM and checking migrations and the seed (1.8 s with `tsx watch` on a quiet machine, 15 s on a
+ * busy one; CONTRIBUTING.md). The packages stay loaded (the bundle leaves them to node_modules),
+ * so only our code is evaluated again.
  */
 
 /** What one version of the code hands the next: the database, opened by the first. */

@@ -20,6 +20,7 @@ async function startTracing(): Promise<{ shutdownTracing(): Promise<void> } | un
   return (await import(specifier)) as { shutdownTracing(): Promise<void> }
 }
 
+/** A busy port: its one line, and exit 1; any other error goes on up. */
 function exitIfPortInUse(error: unknown, config: Config): never {
   const busy = portInUse(error, config)
   if (!busy) throw error
