@@ -33,9 +33,9 @@ module.exports = {
     },
     {
       name: 'demo-seed-only-from-the-starts',
-      comment: 'Demo data is reached by the embedded start (src/server.ts) and the command line, never by a generic path.',
+      comment: 'Demo data is reached by the embedded starts (src/server.ts, src/dev-server.ts) and the command line, never by a generic path.',
       severity: 'error',
-      from: { path: '^src/', pathNot: ['^src/server\\.ts$', '^src/cli/'] },
+      from: { path: '^src/', pathNot: ['^src/(dev-)?server\\.ts$', '^src/cli/'] },
       to: { path: '^db/seed/demo\\.ts$' },
     },
     {
@@ -43,7 +43,7 @@ module.exports = {
       comment: 'The vocabulary, lib, db and tenancy know nothing of the domains, the plugins or the app.',
       severity: 'error',
       from: { path: '^src/(vocabulary\\.ts|lib/|db/|tenancy/)' },
-      to: { path: [`^src/${DOMAINS}/`, '^src/(plugins|cli)/', '^src/(app|server)\\.ts$'] },
+      to: { path: [`^src/${DOMAINS}/`, '^src/(plugins|cli)/', '^src/(app|server|dev-server)\\.ts$'] },
     },
     {
       name: 'domains-do-not-import-plugins',

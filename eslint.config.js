@@ -2,7 +2,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', 'scratch/'] },
+  { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', 'scratch/', 'packages/client/dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

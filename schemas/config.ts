@@ -62,3 +62,29 @@ export const EnvironmentSchema = Type.Object({
 })
 
 export type Environment = Static<typeof EnvironmentSchema>
+
+/**
+ * The variables read outside EnvironmentSchema, and by whom: a command's own settings, the
+ * OpenTelemetry SDK's (read by the SDK itself once src/tracing.ts loads it), libpq's and libuv's.
+ * With the schema's names this is every variable an operator may set: .env.example documents each,
+ * and test/platform/repository-files.test.ts fails on a read in src/ of a name in neither list.
+ */
+export const OTHER_VARIABLES = {
+  TOKEN_FAMILY_RETENTION: 'npm run retention',
+  WEBHOOK_DELIVERY_RETENTION: 'npm run retention',
+  WEBHOOK_RETRY_WINDOW: 'npm run retention',
+  RETENTION_BATCH_SIZE: 'npm run retention',
+  PUBLIC_BASE_URL: 'npm run confirmation-link',
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'the service (tracing on) and the OpenTelemetry SDK',
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'the service (tracing on) and the OpenTelemetry SDK',
+  OTEL_EXPORTER_OTLP_HEADERS: 'the OpenTelemetry SDK',
+  OTEL_SERVICE_NAME: 'the OpenTelemetry SDK',
+  OTEL_RESOURCE_ATTRIBUTES: 'the OpenTelemetry SDK',
+  OTEL_TRACES_SAMPLER: 'the OpenTelemetry SDK',
+  OTEL_TRACES_SAMPLER_ARG: 'the OpenTelemetry SDK',
+  PGOPTIONS: 'the PostgreSQL connections (libpq convention)',
+  UV_THREADPOOL_SIZE: 'libuv, and the password hashing bound',
+} as const
+
+/** Read, but set by the system rather than an operator (npm, the login shell, libpq's user): not in .env.example. */
+export const AMBIENT_VARIABLES = ['USER', 'PGUSER', 'npm_lifecycle_event', 'npm_package_version'] as const

@@ -5,6 +5,9 @@
 import { execSync } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
 import path from 'node:path'
+import { exitUnlessSupported } from './require-node.mjs'
+
+exitUnlessSupported()
 
 const root = path.join(import.meta.dirname, '..')
 const BUNDLES = ['server.js', 'migrate.js', 'seed.js', 'unseed.js', 'confirmation-link.js', 'retention.js', 'disable-user.js']

@@ -6,6 +6,7 @@ import { buildApp } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { DataDirInUse } from './db/data-dir-lock.js'
 import { markProductionAndFindDemoAccounts } from './db/production-mark.js'
+import { checkPortsBindable, portInUse } from './lib/port-check.js'
 import { lowerHelperThreadPriority } from './lib/thread-priority.js'
 import { listenAndAnnounce } from './observability/start-line.js'
 import { startMetricsServer } from './plugins/metrics.js'
@@ -21,14 +22,12 @@ async function startTracing(): Promise<{ shutdownTracing(): Promise<void> } | un
   return (await import(specifier)) as { shutdownTracing(): Promise<void> }
 }
 
-/** The one line for a port another process holds (this service's or the metrics'), naming the fix. */
-function portInUse(error: unknown, config: Config): string | undefined {
-  if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') return undefined
-  const port = (error as { port?: number }).port ?? config.port
-  if (port === config.metricsPort && port !== config.port) {
-    return `metrics port ${port} is in use by another process: stop it, or set METRICS_PORT to another port (0: no metrics)`
-  }
-  return `port ${port} is in use by another process (another \`npm start\`?): stop it, or start on another port: PORT=${port + 1} npm start`
+/** A busy port: its one line, and exit 1; any other error goes on up. */
+function exitIfPortInUse(error: unknown, config: Config): never {
+  const busy = portInUse(error, config)
+  if (!busy) throw error
+  process.stderr.write(`${busy}\n`)
+  process.exit(1)
 }
 
 /** Stops the start with one line on stderr, the app closed first. */
@@ -74,6 +73,11 @@ async function main(): Promise<void> {
     }
     throw error
   }
+  // Ports first: one another process holds is named at once, before the database is opened.
+  await checkPortsBindable([
+    { port: config.port, host: config.host },
+    { port: config.metricsPort, host: config.metricsHost },
+  ]).catch((error: unknown) => exitIfPortInUse(error, config))
   const tracing = await startTracing()
   // A new embedded database gets the demo data (docs/api.md §5); DATABASE_URL never does.
   const app = await buildApp(config, { seedNewEmbedded: seedDemoUnlessPresent }).catch((error: unknown) => {
@@ -102,10 +106,7 @@ async function main(): Promise<void> {
     await listenAndAnnounce(app, config, { login, accounts: demoAccounts })
     if (config.metricsPort !== undefined) await startMetricsServer(app, config.metricsPort, config.metricsHost)
   } catch (error) {
-    const busy = portInUse(error, config)
-    if (!busy) throw error
-    process.stderr.write(`${busy}\n`)
-    process.exit(1)
+    exitIfPortInUse(error, config)
   }
   // Password hashing runs on these threads; the event loop must keep the CPU it needs (issue 6).
   const lowered = await lowerHelperThreadPriority(config.helperThreadNiceness)

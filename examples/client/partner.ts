@@ -1,20 +1,15 @@
 /**
- * A partner's program, typed by the client generated from the service's OpenAPI document
- * (schema.d.ts, by openapi-typescript) and calling it with openapi-fetch: log in, refresh, then read
- * the companies (route 4), a seller's KYC checklist (route 7) and a title's documents (route 9), and
- * ask the seller for what is missing (route 5) with an `Idempotency-Key`; `syncCustomer` saves a
- * seller's customer (route 11) with one. Every call goes through retries.ts, which sends again what
- * is safe to send again (docs/retries.md).
+ * A partner's program on the client package (packages/client, built from the service's OpenAPI
+ * document): log in, refresh, then read the companies (route 4), a seller's KYC checklist (route 7)
+ * and a title's documents (route 9), and ask the seller for what is missing (route 5); `syncCustomer`
+ * saves a seller's customer (route 11). The client sends again what is safe to send again, with one
+ * `Idempotency-Key` per operation (docs/retries.md).
  *
  *   npm start                                # the service with its demo data, in another terminal
  *   npx tsx examples/client/partner.ts [http://localhost:3000]
  */
-import createClient, { type Middleware } from 'openapi-fetch'
 import { pathToFileURL } from 'node:url'
-import { idempotencyKey, retryingFetch, type RetryOptions } from './retries.js'
-import type { components, paths } from './schema.js'
-
-type Problem = components['schemas']['Problem']
+import { ApiClient, type FetchLike, type Retry, type RetryOptions } from '../../packages/client/src/index.js'
 
 export interface PartnerRun {
   companies: string[]
@@ -28,87 +23,62 @@ export interface PartnerRun {
   retries: string[]
 }
 
-/** Keeps the current access token on every request; `refresh()` rotates the pair. */
-class Session {
-  access = ''
-  refreshToken = ''
-  readonly middleware: Middleware = {
-    onRequest: ({ request }) => {
-      if (this.access) request.headers.set('Authorization', `Bearer ${this.access}`)
-      return request
-    },
-  }
+export interface Transport {
+  retry?: RetryOptions
+  /** The transport below the client (tests put one here that loses answers). */
+  fetch?: FetchLike
 }
 
-function failed(what: string, error: Problem | undefined, response: Response): Error {
-  return new Error(`${what}: ${response.status} ${error?.code ?? ''} ${error?.detail ?? ''}`.trim())
+function client(baseUrl: string, transport: Transport, retries: string[]): ApiClient {
+  const onRetry = (retry: Retry) => retries.push(`${retry.attempt} ${retry.reason}`)
+  return new ApiClient({
+    baseUrl,
+    onRetry,
+    ...(transport.retry ? { retry: transport.retry } : {}),
+    ...(transport.fetch ? { fetch: transport.fetch } : {}),
+  })
 }
 
 export async function runPartner(
   baseUrl: string,
   credentials: { email: string; password: string },
   ids: { sellerId: string; titleId: string },
-  retry: RetryOptions = {},
+  transport: Transport = {},
 ): Promise<PartnerRun> {
   const retries: string[] = []
-  const onRetry = (attempt: number, reason: string) => retries.push(`${attempt} ${reason}`)
-  const api = createClient<paths>({ baseUrl, fetch: retryingFetch({ ...retry, onRetry }) })
-  const session = new Session()
-  api.use(session.middleware)
+  const api = client(baseUrl, transport, retries)
 
-  // Route 1: a token pair.
-  const login = await api.POST('/api/auth/v1/token', { body: credentials })
-  if (!login.data) throw failed('login', login.error, login.response)
-  session.access = login.data.access
-  session.refreshToken = login.data.refresh
-
-  // Route 3: rotate before the access token expires (5 minutes); keep the new refresh token.
-  const refreshed = await api.POST('/api/auth/v1/token/refresh', { body: { refresh: session.refreshToken } })
-  if (!refreshed.data) throw failed('refresh', refreshed.error, refreshed.response)
-  session.access = refreshed.data.access
-  session.refreshToken = refreshed.data.refresh
+  // Route 1, then route 3 before the access token expires (5 minutes); the client keeps the pair.
+  await api.obtainTokenPair(credentials)
+  await api.refreshTokens()
 
   // Route 4: the caller's companies; a buyer role's id drives the next calls.
-  const companies = await api.GET('/api/company/v1/get-user-companies')
-  if (!companies.data) throw failed('companies', companies.error, companies.response)
-  const buyer = companies.data.flatMap((company) => company.roles).find((role) => role.role === 'buyer')
+  const companies = await api.getUserCompanies()
+  const buyer = companies.flatMap((company) => company.roles).find((role) => role.role === 'buyer')
   if (!buyer) throw new Error(`${credentials.email} acts for no buyer role`)
 
-  // Route 7: the seller's KYC checklist, as this buyer sees it.
-  const check = await api.GET('/api/company/v1/{company_role_id}/buyer/check-documents/{seller_id}', {
-    params: { path: { company_role_id: buyer.company_role_id, seller_id: ids.sellerId } },
-  })
-  if (!check.data) throw failed('check-documents', check.error, check.response)
+  // Route 7: the seller's KYC checklist, as this buyer sees it; route 9: a listed title's documents.
+  const check = await api.checkSellerDocuments({ company_role_id: buyer.company_role_id, seller_id: ids.sellerId })
+  const documents = await api.listTitleDocuments({ company_role_id: buyer.company_role_id, title_id: ids.titleId })
 
-  // Route 9: the documents of a title listed in the marketplace.
-  const documents = await api.GET('/api/v1/marketplace/{company_role_id}/title/{title_id}/documents', {
-    params: { path: { company_role_id: buyer.company_role_id, title_id: ids.titleId } },
-  })
-  if (!documents.data) throw failed('title documents', documents.error, documents.response)
-
-  // Route 5: ask for the missing documents. One key for this operation, the same on every attempt:
-  // a retry after a lost answer gets that answer again instead of 409 solicitation_already_open.
-  const missing = check.data.documents.filter((document) => document.status !== 'approved').map((document) => document.type)
+  // Route 5: ask for the missing documents. The client gives the operation one key, the same on
+  // every attempt: a retry after a lost answer gets that answer again instead of 409 solicitation_already_open.
+  const missing = check.documents.filter((document) => document.status !== 'approved').map((document) => document.type)
   let solicitation: PartnerRun['solicitation'] = null
-  if (missing.length > 0 && !check.data.open_solicitation) {
-    const asked = await api.POST('/api/company/{version}/{company_role_id}/document-solicitation/{seller_id}', {
-      params: {
-        path: { version: 'v1', company_role_id: buyer.company_role_id, seller_id: ids.sellerId },
-        header: { 'Idempotency-Key': idempotencyKey() },
-      },
+  if (missing.length > 0 && !check.open_solicitation) {
+    const asked = await api.send('requestSellerDocuments', {
+      path: { company_role_id: buyer.company_role_id, seller_id: ids.sellerId },
       body: { document_types: missing, message: 'Please send the documents missing from your KYC file.' },
     })
-    if (!asked.data) throw failed('document solicitation', asked.error, asked.response)
-    const replayed = asked.response.headers.get('idempotent-replayed') === 'true'
-    solicitation = { id: asked.data.id, documentTypes: asked.data.document_types, replayed }
+    solicitation = { id: asked.data.id, documentTypes: asked.data.document_types, replayed: asked.replayed }
   }
 
   return {
-    companies: companies.data.map((company) => company.name),
+    companies: companies.map((company) => company.name),
     buyerRoleId: buyer.company_role_id,
-    sellerComplete: check.data.complete,
+    sellerComplete: check.complete,
     missing,
-    documents: documents.data.map((document) => `${document.kind} ${document.filename} (${document.signature?.status ?? 'unsigned'})`),
+    documents: documents.map((document) => `${document.kind} ${document.filename} (${document.signature?.status ?? 'unsigned'})`),
     solicitation,
     retries,
   }
@@ -130,27 +100,17 @@ export async function syncCustomer(
   baseUrl: string,
   credentials: { email: string; password: string },
   customer: CustomerRecord,
-  retry: RetryOptions = {},
+  transport: Transport = {},
 ): Promise<{ saved: { id: string; name: string; updated_at: string }; replayed: boolean; retries: string[] }> {
   const retries: string[] = []
-  const api = createClient<paths>({ baseUrl, fetch: retryingFetch({ ...retry, onRetry: (attempt, reason) => retries.push(`${attempt} ${reason}`) }) })
-  const session = new Session()
-  api.use(session.middleware)
-  const login = await api.POST('/api/auth/v1/token', { body: credentials })
-  if (!login.data) throw failed('login', login.error, login.response)
-  session.access = login.data.access
-  const companies = await api.GET('/api/company/v1/get-user-companies')
-  if (!companies.data) throw failed('companies', companies.error, companies.response)
-  const seller = companies.data.flatMap((company) => company.roles).find((role) => role.role === 'seller')
+  const api = client(baseUrl, transport, retries)
+  await api.obtainTokenPair(credentials)
+  const companies = await api.getUserCompanies()
+  const seller = companies.flatMap((company) => company.roles).find((role) => role.role === 'seller')
   if (!seller) throw new Error(`${credentials.email} acts for no seller role`)
   const { id, ...body } = customer
-  const saved = await api.POST('/api/company/v1/{company_role_id}/customers/{id}', {
-    params: { path: { company_role_id: seller.company_role_id, id }, header: { 'Idempotency-Key': idempotencyKey() } },
-    body,
-  })
-  if (!saved.data) throw failed('customer', saved.error, saved.response)
-  const replayed = saved.response.headers.get('idempotent-replayed') === 'true'
-  return { saved: { id: saved.data.id, name: saved.data.name, updated_at: saved.data.updated_at }, replayed, retries }
+  const saved = await api.send('saveCustomer', { path: { company_role_id: seller.company_role_id, id }, body })
+  return { saved: { id: saved.data.id, name: saved.data.name, updated_at: saved.data.updated_at }, replayed: saved.replayed, retries }
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -1,7 +1,11 @@
-import { spawn } from 'node:child_process'
-import { writeFile } from 'node:fs/promises'
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { nodeVersionProblem as scriptNodeVersionProblem } from '../../scripts/require-node.mjs'
 import { nodeVersionProblem } from '../../src/lib/node-version.js'
 import { freePort } from '../helpers/ports.js'
 import { TEST_SECRETS } from '../helpers/secrets.js'
@@ -69,22 +73,31 @@ describe('a start that cannot work', { timeout: 180_000 }, () => {
     expect((await fetch(`${second.baseUrl}/health/ready`)).status).toBe(200)
   })
 
-  it('a port another process holds: one line naming the port and the fix, exit 1', async () => {
-    const holder = createServer()
-    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))
-    const port = (holder.address() as { port: number }).port
-    try {
-      const exit = await runServer({
-        PORT: String(port),
-        ...(embedded ? { PGLITE_DIR: 'memory://' } : { DATABASE_URL: process.env.TEST_DATABASE_URL ?? '', ...TEST_SECRETS }),
-      })
-      expect(oneLine(exit)).toBe(
-        `port ${port} is in use by another process (another \`npm start\`?): stop it, or start on another port: PORT=${port + 1} npm start`,
-      )
-    } finally {
-      holder.close()
-    }
-  })
+  it.each(['PORT', 'METRICS_PORT'])(
+    'a port another process holds (%s): one line naming the port and the fix, exit 1, before the database is opened',
+    async (variable) => {
+      const holder = createServer()
+      await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))
+      const port = (holder.address() as { port: number }).port
+      // A new embedded database folder: opening the database would create it.
+      const parent = await mkdtemp(path.join(tmpdir(), 'busy-port-'))
+      const dataDir = path.join(parent, 'pglite')
+      try {
+        const ports: Record<string, string> =
+          variable === 'PORT' ? { PORT: String(port) } : { PORT: String(await freePort()), METRICS_PORT: String(port) }
+        const exit = await runServer({ ...ports, METRICS_HOST: '127.0.0.1', PGLITE_DIR: dataDir })
+        expect(oneLine(exit)).toBe(
+          variable === 'PORT'
+            ? `port ${port} is in use by another process (another \`npm start\`?): stop it, or start on another port: PORT=${port + 1} npm start`
+            : `metrics port ${port} is in use by another process: stop it, or set METRICS_PORT to another port (0: no metrics)`,
+        )
+        expect(existsSync(dataDir)).toBe(false)
+      } finally {
+        holder.close()
+        await rm(parent, { recursive: true, force: true })
+      }
+    },
+  )
 })
 
 describe('the Node.js version', () => {
@@ -97,4 +110,52 @@ describe('the Node.js version', () => {
     expect(nodeVersionProblem('25.1.0')).toBeUndefined()
     expect(nodeVersionProblem(process.versions.node)).toBeUndefined()
   })
+})
+
+/** A Node.js older than 24 on this machine (OLD_NODE, else the system's /usr/bin/node), if any. */
+function olderNode(): { node: string; problem: string } | undefined {
+  const node = process.env.OLD_NODE ?? '/usr/bin/node'
+  if (!existsSync(node)) return undefined
+  const problem = nodeVersionProblem(execFileSync(node, ['--version'], { encoding: 'utf8' }).trim().replace(/^v/, ''))
+  return problem ? { node, problem } : undefined
+}
+
+/** `npm <args>` with `node` on PATH being `node`: what a newcomer on an old Node.js runs. */
+async function npmOn(node: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const bin = await mkdtemp(path.join(tmpdir(), 'old-node-'))
+  await symlink(node, path.join(bin, 'node'))
+  try {
+    const child = spawn('npm', args, {
+      env: { PATH: `${bin}:${process.env.PATH ?? ''}`, HOME: process.env.HOME ?? tmpdir(), METRICS_PORT: '0', PORT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += String(chunk)))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += String(chunk)))
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+    clearTimeout(killer)
+    return { code, stdout, stderr }
+  } finally {
+    await rm(bin, { recursive: true, force: true })
+  }
+}
+
+describe('npm on an older Node.js (issue 34)', () => {
+  it('the check npm runs first (scripts/require-node.mjs) says what the service says', () => {
+    for (const version of ['20.20.2', '22.12.0', '24.0.0', '25.1.0']) expect(scriptNodeVersionProblem(version)).toBe(nodeVersionProblem(version))
+  })
+
+  const old = olderNode()
+  it.runIf(old !== undefined).each(['test', 'start', 'run dev', 'run migrate'])(
+    'npm %s refuses at once in one line, before a build or a test runs',
+    async (command) => {
+      const run = await npmOn(old?.node ?? '', command.split(' '))
+      expect(run.code).toBe(1)
+      expect(run.stderr.split('\n').filter(Boolean), run.stderr).toEqual([old?.problem])
+      // Nothing ran after the check: no build (tsc, esbuild), no vitest, no service.
+      expect(run.stdout).not.toMatch(/tsc -p|vitest|RUN|listening/)
+    },
+  )
 })

@@ -43,7 +43,7 @@ const CUSTOMERS = Array.from({ length: 4 }, () => {
 const json = (answer: Answer) => JSON.parse(answer.body) as Record<string, unknown>
 
 /**
- * A partner's retries (docs/retries.md, examples/client/retries.ts): a request that is safe to send
+ * A partner's retries (docs/retries.md, packages/client): a request that is safe to send
  * again (a GET, a POST with its Idempotency-Key, a refresh within the grace) is sent again after a lost
  * answer or a 502/503/504, after Retry-After (at most 1 s here). `retries` counts them.
  */
