@@ -8,7 +8,6 @@ import { describe, expect, it } from 'vitest'
 import { nodeVersionProblem as scriptNodeVersionProblem } from '../../scripts/require-node.mjs'
 import { nodeVersionProblem } from '../../src/lib/node-version.js'
 import { freePort } from '../helpers/ports.js'
-import { TEST_SECRETS } from '../helpers/secrets.js'
 import { useServerProcesses } from '../helpers/server-process.js'
 
 /**
