@@ -74,7 +74,6 @@ export const OTHER_VARIABLES = {
   WEBHOOK_DELIVERY_RETENTION: 'npm run retention',
   WEBHOOK_RETRY_WINDOW: 'npm run retention',
   RETENTION_BATCH_SIZE: 'npm run retention',
-  PUBLIC_BASE_URL: 'npm run confirmation-link',
   OTEL_EXPORTER_OTLP_ENDPOINT: 'the service (tracing on) and the OpenTelemetry SDK',
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'the service (tracing on) and the OpenTelemetry SDK',
   OTEL_EXPORTER_OTLP_HEADERS: 'the OpenTelemetry SDK',
@@ -85,6 +84,9 @@ export const OTHER_VARIABLES = {
   PGOPTIONS: 'the PostgreSQL connections (libpq convention)',
   UV_THREADPOOL_SIZE: 'libuv, and the password hashing bound',
 } as const
+
+/** Read only to tell a deployment that still sets them that they are no longer read: not in .env.example. */
+export const RETIRED_VARIABLES = ['ALLOW_DEMO_SECRETS'] as const
 
 /** Read, but set by the system rather than an operator (npm, the login shell, libpq's user): not in .env.example. */
 export const AMBIENT_VARIABLES = ['USER', 'PGUSER', 'npm_lifecycle_event', 'npm_package_version'] as const

@@ -160,7 +160,7 @@ describe('the check', () => {
       expect(run.code).toBe(1)
       expect(run.stdout).toContain('major  POST /api/auth/v1/login: operation removed')
       expect(run.stderr).toMatch(
-        /^openapi:check: the OpenAPI document changed since \S+ \(1 changes, major\) but CHANGELOG.md has no entry under \[Unreleased\]/m,
+        /^openapi:check: the OpenAPI document changed since \S+ \(\d+ changes, major\) but CHANGELOG.md has no entry under \[Unreleased\]/m,
       )
     } finally {
       await rm(dir, { recursive: true, force: true })
