@@ -77,6 +77,13 @@ export class ServiceMetrics {
     labelNames: ['cause'] as const,
     registers: [this.registry],
   })
+  /** Writes done beside an answer (after it is sent), whose failure never changes it: a failure is logged and counted here. */
+  readonly sideWriteFailures = new Counter({
+    name: 'side_write_failures_total',
+    help: 'Side writes (done after the answer, best effort) that failed, by write: presence (chat presence of route 6).',
+    labelNames: ['write'] as const,
+    registers: [this.registry],
+  })
   private readonly hashRejections = new Counter({
     name: 'password_hash_rejections_total',
     help: 'Password hashes refused at once (503) because the hashing queue was full.',
@@ -104,6 +111,7 @@ export class ServiceMetrics {
     for (const outcome of ['rotated', 'retried', 'replay_revoked', 'rejected'] as const) this.refreshOutcomes.labels(outcome).inc(0)
     for (const decision of ['allowed', 'throttled'] as const) this.loginThrottle.labels(decision).inc(0)
     for (const cause of ['database', 'handler_timeout', 'hash_queue_full'] as const) this.unavailableResponses.labels(cause).inc(0)
+    this.sideWriteFailures.labels('presence').inc(0)
   }
 
   /** Records one answered request; `route` is the route's pattern, undefined when no route matched. */
