@@ -8,6 +8,7 @@ import * as customerIdsPerRole from './0006_customer_ids_per_role.js'
 import * as retention from './0007_retention.js'
 import * as refreshReuseGrace from './0008_refresh_reuse_grace.js'
 import * as idempotencyKeys from './0009_idempotency_keys.js'
+import * as idempotencyAnswerWithWork from './0010_idempotency_answer_with_work.js'
 
 /**
  * Migrations are imported, not read from a folder, so that the compiled service and the tests
@@ -23,6 +24,7 @@ export const migrations: Record<string, Migration> = {
   '0007_retention': retention,
   '0008_refresh_reuse_grace': refreshReuseGrace,
   '0009_idempotency_keys': idempotencyKeys,
+  '0010_idempotency_answer_with_work': idempotencyAnswerWithWork,
 }
 
 export const migrationProvider: MigrationProvider = {
