@@ -233,9 +233,9 @@ export interface IdempotencyKeysTable {
   route: string
   key_hash: Buffer | Uint8Array
   fingerprint: Buffer | Uint8Array
-  /** Null while the first request runs. */
-  status: number | null
-  answer: Buffer | Uint8Array | null
+  /** Written with the work it answers, in its transaction (migration 0010). */
+  status: number
+  answer: Buffer | Uint8Array
   created_at: DefaultTimestamp
 }
 

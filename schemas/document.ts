@@ -59,7 +59,8 @@ it is echoed on the response (one is made when absent).
   again (status and body, with \`Idempotent-Replayed: true\`) and runs nothing. The same key with
   another path or body is \`422 idempotency_key_reused\`; while the first still runs,
   \`409 idempotency_key_in_use\` with \`Retry-After\`. Keys are kept 24 h per user (per link on the
-  confirmation). A \`500\` or \`503\` is not kept: the retry runs again;
+  confirmation). A \`500\` or \`503\` is not kept: nothing was done, and the retry runs (one whose
+  \`detail\` says the outcome is unknown may have been done: the retry with the key replays it);
 - a refresh with the same spent token within 30 s of its rotation answers the same new
   refresh token, while that one is unused;
 - \`429\` and \`503\` carry \`Retry-After\`: wait that long, then send the same request;

@@ -18,8 +18,9 @@ export const IDEMPOTENCY_DESCRIPTION = [
   'with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is',
   '`422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with',
   '`Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per',
-  'operation. Answers 500 and 503 are not kept: the retry runs again. Without the header the route behaves as',
-  'it always did.',
+  'operation. Answers 500 and 503 are not kept: nothing was done, and the retry runs (a 503 whose `detail` says',
+  'the outcome is unknown may have been done: the retry then replays it). Without the header the route behaves',
+  'as it always did.',
 ].join(' ')
 
 export const IdempotencyHeaders = Type.Object({

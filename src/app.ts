@@ -146,8 +146,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(docsPlugin, { publicBaseUrl: config.publicBaseUrl })
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)
-  // A claim outlives any handler: one past HANDLER_TIMEOUT still runs, and must not run twice.
-  await app.register(idempotencyPlugin, { claimTimeoutMs: Math.max(60_000, 2 * config.handlerTimeoutMs) })
+  await app.register(idempotencyPlugin)
   await app.register(presencePlugin)
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })

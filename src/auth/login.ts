@@ -67,9 +67,11 @@ async function strongerHash(password: string): Promise<string | undefined> {
   }
 }
 
-export interface Login {
+export interface Login<Read = undefined> {
   user: LoggedInUser
   tokens: TokenPair
+  /** What `readFirst` read. */
+  read: Read
 }
 
 /**
@@ -81,7 +83,7 @@ export interface Login {
  * time would list the migrated accounts (§2: the same time whatever the stored hash). The wait is
  * idle, not hashing, so it costs neither CPU nor a place in the hashing queue.
  */
-export async function logIn(
+export async function logIn<Read = undefined>(
   db: Db,
   signer: TokenSigner,
   throttle: LoginThrottle,
@@ -92,14 +94,20 @@ export async function logIn(
     absoluteTtlSeconds: number
     failureFloorMs: number
     onFloorExceeded?(elapsedMs: number): void
+    /**
+     * What the answer needs besides the session (route 2's companies), read once the password is
+     * checked and before the session is written: its failure (a 503) then leaves nothing written.
+     */
+    readFirst?(userId: string): Promise<Read>
   },
-): Promise<Login> {
+): Promise<Login<Read>> {
   const started = performance.now()
   try {
     const { user, upgradedHash } = await authenticate(db, throttle, attempt.clientIp, normaliseEmail(attempt.email), attempt.password)
+    const read = (await attempt.readFirst?.(user.id)) as Read
     const session = await startLoginSession(db, signer, { userId: user.id, upgradedHash }, attempt.absoluteTtlSeconds)
     if (!session) throw noActiveAccount()
-    return { user: { id: user.id, email: user.email, name: user.name, last_login: session.lastLogin }, tokens: session.tokens }
+    return { user: { id: user.id, email: user.email, name: user.name, last_login: session.lastLogin }, tokens: session.tokens, read }
   } catch (error) {
     if (isNoActiveAccount(error)) {
       const elapsedMs = performance.now() - started

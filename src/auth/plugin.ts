@@ -25,9 +25,16 @@ async function trimEmail(request: FastifyRequest): Promise<void> {
 /** Routes 1–3: tokens, the application's login, and refresh-token rotation. */
 const authRoutes: FastifyPluginAsyncTypebox<AuthPluginOptions> = async (app, { config, throttle }) => {
   app.addHook('onRequest', noStore)
-  const logInWith = async (request: FastifyRequest, email: string, password: string, via: 'token' | 'login') => {
+  const logInWith = async <Read = undefined>(
+    request: FastifyRequest,
+    email: string,
+    password: string,
+    via: 'token' | 'login',
+    readFirst?: (userId: string) => Promise<Read>,
+  ) => {
     try {
-      const login = await logIn(app.db, app.tokens, throttle, {
+      const login = await logIn<Read>(app.db, app.tokens, throttle, {
+        ...(readFirst ? { readFirst } : {}),
         clientIp: request.ip,
         email,
         password,
@@ -58,8 +65,12 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthPluginOptions> = async (app, { c
   })
 
   app.post('/login', { schema: loginRouteSchema, config: { public: true }, preValidation: trimEmail }, async (request) => {
-    const { user, tokens } = await logInWith(request, request.body.email, request.body.password, 'login')
-    const companies = await listUserCompanies(app.db, user.id)
+    // The companies are read before the session is written: a failure of theirs leaves no session behind its 503.
+    const {
+      user,
+      tokens,
+      read: companies,
+    } = await logInWith(request, request.body.email, request.body.password, 'login', (userId) => listUserCompanies(app.db, userId))
     return { refresh: tokens.refresh, access: tokens.access, user, companies }
   })
 

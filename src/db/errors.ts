@@ -56,14 +56,6 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return UNAVAILABLE_MESSAGES.some((message) => error.message.includes(message))
 }
 
-/** PostgreSQL's unique_violation, with the constraint it broke. */
-export function uniqueViolation(error: unknown): string | undefined {
-  if (error && typeof error === 'object' && (error as { code?: unknown }).code === '23505') {
-    return String((error as { constraint?: unknown }).constraint ?? '')
-  }
-  return undefined
-}
-
 /**
  * Text PostgreSQL cannot hold: a NUL character (22021, `invalid byte sequence for encoding "UTF8":
  * 0x00`), or a `\u0000` escape in jsonb (22P05). JSON carries both easily; they are bad input.

@@ -1,8 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import { problem } from '../lib/problem.js'
+import type { ControlledTransaction } from 'kysely'
+import { isDatabaseUnavailable } from '../db/errors.js'
+import { problem, problemBody } from '../lib/problem.js'
+import type { Database } from '../../db/types.js'
+import { outcomeOfLostCommit } from './commit.js'
 import { canonicalJson, fingerprint, keyHash, openAnswer, sealAnswer, sha256 } from './key.js'
-import { claimKey, findKey, releaseKey, storeAnswer, takeOverKey, type Claim, type KeyRow } from './repository.js'
+import { findKey, insertAnswer, lockKey, type Claim, type KeyRow } from './repository.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -10,31 +14,33 @@ declare module 'fastify' {
     idempotency?: boolean
   }
   interface FastifyRequest {
-    /** The key this request holds, until its answer is kept. */
+    /** The key this request holds, with the transaction its work, and then its answer, commit in. */
     idempotency: HeldKey | null
   }
 }
 
-interface HeldKey extends Claim {
+interface KeyedRequest extends Claim {
   key: string
   /** On a public route only a success is kept: a request that fails its link reserves nothing. */
   successOnly: boolean
 }
 
-export interface IdempotencyOptions {
-  /** A claim still unanswered after this long is taken to have died with its instance. */
-  claimTimeoutMs: number
+interface HeldKey extends KeyedRequest {
+  trx: ControlledTransaction<Database>
 }
 
 const HEADER = 'idempotency-key'
 export const REPLAYED_HEADER = 'idempotent-replayed'
 
-const inUse = () =>
-  problem(409, 'idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry shortly.', {
-    headers: { 'retry-after': '1' },
-  })
+const PROBLEM_TYPE = 'application/problem+json; charset=utf-8'
 
-const reused = () => problem(422, 'idempotency_key_reused', 'This Idempotency-Key was already used with another request; use a new key.')
+const DETAILS = {
+  inUse: 'A request with this Idempotency-Key is still being processed; retry shortly.',
+  reused: 'This Idempotency-Key was already used with another request; use a new key.',
+  notDone: 'The service is temporarily unavailable and nothing was done; try again shortly.',
+  unknown:
+    'The connection to the database was lost while this request was being committed; retry with the same Idempotency-Key to learn the outcome.',
+}
 
 /**
  * Who a key belongs to: the token's user (admitted by the tenancy pipeline before this runs, so a
@@ -47,7 +53,7 @@ function scopeOf(request: FastifyRequest): string {
   return `user:${request.auth.user.id}`
 }
 
-function heldKey(request: FastifyRequest, key: string): HeldKey {
+function keyedRequest(request: FastifyRequest, key: string): KeyedRequest {
   const route = `${request.method} ${request.routeOptions.url}`
   const scope = scopeOf(request)
   return {
@@ -60,71 +66,159 @@ function heldKey(request: FastifyRequest, key: string): HeldKey {
   }
 }
 
-function replay(request: FastifyRequest, reply: FastifyReply, held: HeldKey, row: KeyRow & { status: number; answer: Uint8Array }): FastifyReply {
+/** A problem answer written from a hook (the error handler is not there to write it). */
+function problemText(request: FastifyRequest, reply: FastifyReply, status: number, code: string, detail: string): string {
+  request.problemCode = code
+  reply.removeHeader('location')
+  reply.code(status).header('content-type', PROBLEM_TYPE)
+  return JSON.stringify(problemBody(status, code, detail))
+}
+
+/** The kept answer of the key (with `Idempotent-Replayed`), or 422 when the key came with another request. */
+function keptAnswer(request: FastifyRequest, reply: FastifyReply, held: KeyedRequest, row: KeyRow): string {
+  if (!held.fingerprint.equals(Buffer.from(row.fingerprint))) return problemText(request, reply, 422, 'idempotency_key_reused', DETAILS.reused)
   const answer = openAnswer(held.key, held.scope, held.route, row.answer)
-  if (row.status >= 400) request.problemCode = (JSON.parse(answer.body) as { code?: string }).code ?? null
+  request.problemCode = row.status >= 400 ? ((JSON.parse(answer.body) as { code?: string }).code ?? null) : null
+  reply.removeHeader('location')
   reply.code(row.status).header(REPLAYED_HEADER, 'true')
   if (answer.location) reply.header('location', answer.location)
   if (answer.contentType) reply.header('content-type', answer.contentType)
-  return reply.send(answer.body)
+  return answer.body
 }
 
-const isAnswered = (row: KeyRow): row is KeyRow & { status: number; answer: Uint8Array } => row.status !== null && row.answer !== null
-
+/**
+ * `Idempotency-Key` (docs/retries.md): a keyed request runs in one transaction that takes the key's
+ * lock, runs the route on it (`request.db`), and INSERTs the answer before its COMMIT, which happens
+ * before a byte of the answer is sent. The work and its kept answer commit together or not at all,
+ * so there is never a key claimed without its answer, and a request that dies leaves nothing.
+ */
 export default fp(
-  async function idempotencyPlugin(app: FastifyInstance, { claimTimeoutMs }: IdempotencyOptions) {
+  async function idempotencyPlugin(app: FastifyInstance) {
     app.decorateRequest('idempotency', null)
 
-    /** Runs the request (the key is now its own), replays the first answer, or refuses: 422, 409. */
-    async function claimOrReplay(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    const unavailable = (request: FastifyRequest, reply: FastifyReply, error: unknown, detail: string): string => {
+      request.log.warn({ err: error }, 'idempotency: the answer could not be committed')
+      app.metrics.unavailableResponses.labels('database').inc()
+      reply.header('retry-after', '5')
+      return problemText(request, reply, 503, 'service_unavailable', detail)
+    }
+
+    /** Ends a transaction that commits nothing; a failure only means the connection is gone, which ends it too. */
+    const rollBack = (request: FastifyRequest, trx: ControlledTransaction<Database>): Promise<void> =>
+      trx
+        .rollback()
+        .execute()
+        .catch((error: unknown) => request.log.warn({ err: error }, 'idempotency: rollback failed'))
+
+    /** Takes the key and opens the request's transaction, replays the kept answer, or refuses: 409, 422. */
+    async function takeKey(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
       const key = request.headers[HEADER]
       if (typeof key !== 'string') return undefined
-      const held = heldKey(request, key)
-      if (await claimKey(app.db, held)) {
-        request.idempotency = held
+      const keyed = keyedRequest(request, key)
+      const trx = await app.db.startTransaction().execute()
+      let locked: Awaited<ReturnType<typeof lockKey>>
+      try {
+        locked = await lockKey(trx, keyed)
+      } catch (error) {
+        await rollBack(request, trx)
+        throw error
+      }
+      if (locked.locked && !locked.row) {
+        request.idempotency = { ...keyed, trx }
+        request.transaction = trx
         return undefined
       }
-      const row = await findKey(app.db, held, claimTimeoutMs)
-      // Gone since the claim failed (given back after a 5xx, or deleted by retention): one more try.
-      if (!row) return claimKey(app.db, held).then((claimed) => run(request, held, claimed))
-      if (row.expired) return run(request, held, await takeOverKey(app.db, held, claimTimeoutMs))
-      if (!held.fingerprint.equals(Buffer.from(row.fingerprint))) throw reused()
-      if (isAnswered(row)) return replay(request, reply, held, row)
-      if (row.abandoned) return run(request, held, await takeOverKey(app.db, held, claimTimeoutMs))
-      throw inUse()
+      // Nothing to wait for: the answer does not depend on the rollback, which the connection's next user waits for.
+      void rollBack(request, trx)
+      // A kept answer is final: replayed even while another retry holds the lock to look at it.
+      if (locked.row) {
+        if (!keyed.fingerprint.equals(Buffer.from(locked.row.fingerprint))) throw problem(422, 'idempotency_key_reused', DETAILS.reused)
+        return reply.send(keptAnswer(request, reply, keyed, locked.row))
+      }
+      // Still running: never a wait that holds a pooled connection, the client waits instead.
+      throw problem(409, 'idempotency_key_in_use', DETAILS.inUse, { headers: { 'retry-after': '1' } })
     }
 
-    function run(request: FastifyRequest, held: HeldKey, claimed: boolean): undefined {
-      if (!claimed) throw inUse()
-      request.idempotency = held
-      return undefined
+    /**
+     * After the transaction ended without this request's answer: another request's, if one committed
+     * meanwhile; undefined when none did, or when the database cannot say (the caller's answer then
+     * stands: this request's own work was rolled back either way).
+     */
+    async function answerCommittedMeanwhile(request: FastifyRequest, reply: FastifyReply, held: HeldKey): Promise<string | undefined> {
+      try {
+        const row = await findKey(app.db, held)
+        return row && keptAnswer(request, reply, held, row)
+      } catch (error) {
+        request.log.warn({ err: error }, 'idempotency: the key could not be read again')
+        return undefined
+      }
     }
 
-    /** Keeps the answer for the retries before the client has it; a 5xx gives the key back. */
-    async function keepAnswer(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+    /** Writes the answer and commits it with the work, before the client gets a byte; a 5xx commits nothing. */
+    async function commitAnswer(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
       const held = request.idempotency
       if (!held) return payload
       request.idempotency = null
+      request.transaction = null
       const status = reply.statusCode
-      try {
-        if (status >= 500 || (held.successOnly && status >= 400) || (typeof payload !== 'string' && payload != null)) {
-          // A handler past HANDLER_TIMEOUT may still finish: its claim stays until claimTimeoutMs, never run twice meanwhile.
-          if ((request.signal.reason as { code?: string } | undefined)?.code !== 'FST_ERR_HANDLER_TIMEOUT') await releaseKey(app.db, held)
-          return payload
-        }
-        const contentType = reply.getHeader('content-type')
-        const location = reply.getHeader('location')
-        const answer = sealAnswer(held.key, held.scope, held.route, {
-          contentType: contentType === undefined ? undefined : String(contentType),
-          location: location === undefined ? undefined : String(location),
-          body: typeof payload === 'string' ? payload : '',
-        })
-        await storeAnswer(app.db, held, status, answer)
-      } catch (error) {
-        // The client gets its answer all the same; a retry meets the claim (409) until claimTimeoutMs.
-        request.log.warn({ err: error }, 'idempotency: the key could not be updated')
+      if (status >= 500) {
+        // Not waited for: a handler past HANDLER_TIMEOUT may still hold the connection, and its
+        // statement may wait on a lock; the key stays taken (409) until the rollback is done.
+        void rollBack(request, held.trx)
+        return payload
       }
-      return payload
+      if (typeof payload !== 'string' && payload != null) {
+        await rollBack(request, held.trx)
+        throw new Error(`${held.route}: an Idempotency-Key route answered a body that is not text; nothing was committed`)
+      }
+      if (held.successOnly && status >= 300) {
+        await rollBack(request, held.trx)
+        return (await answerCommittedMeanwhile(request, reply, held)) ?? payload
+      }
+      const contentType = reply.getHeader('content-type')
+      const location = reply.getHeader('location')
+      const sealed = sealAnswer(held.key, held.scope, held.route, {
+        contentType: contentType === undefined ? undefined : String(contentType),
+        location: location === undefined ? undefined : String(location),
+        body: payload ?? '',
+      })
+      let inserted: boolean
+      try {
+        inserted = await insertAnswer(held.trx, held, status, sealed)
+      } catch (error) {
+        await rollBack(request, held.trx)
+        return unavailable(request, reply, error, DETAILS.notDone)
+      }
+      if (!inserted) {
+        // Another request with this key committed between this one's lock statement and now: its answer stands.
+        await rollBack(request, held.trx)
+        return (await answerCommittedMeanwhile(request, reply, held)) ?? unavailable(request, reply, 'the kept answer vanished', DETAILS.notDone)
+      }
+      try {
+        await held.trx.commit().execute()
+        return payload
+      } catch (error) {
+        // Kysely releases the connection on rollback only.
+        await rollBack(request, held.trx)
+        // The server refused the COMMIT: nothing was committed. A lost connection: find out.
+        if (!isDatabaseUnavailable(error)) return unavailable(request, reply, error, DETAILS.notDone)
+        const outcome = await outcomeOfLostCommit(app.db, held)
+        request.log.warn({ err: error, outcome: outcome.kind }, 'idempotency: the COMMIT got no answer')
+        if (outcome.kind === 'not_committed') return unavailable(request, reply, error, DETAILS.notDone)
+        if (outcome.kind === 'unknown') return unavailable(request, reply, error, DETAILS.unknown)
+        // Its own answer (the sealed bytes carry a random IV), or the one a retry committed after it.
+        return sealed.equals(Buffer.from(outcome.row.answer)) ? payload : keptAnswer(request, reply, held, outcome.row)
+      }
+    }
+
+    /** The net: a transaction no answer ended (a reply never sent) must not keep its connection. */
+    async function endAbandoned(request: FastifyRequest): Promise<void> {
+      const held = request.idempotency
+      if (!held) return
+      request.idempotency = null
+      request.transaction = null
+      request.log.error({ route: held.route }, 'idempotency: a keyed request ended without its answer; rolled back')
+      await rollBack(request, held.trx)
     }
 
     app.addHook('onRoute', (route: RouteOptions) => {
@@ -134,10 +228,12 @@ export default fp(
         throw new Error(`${route.url}: an idempotency route must declare the ${HEADER} header in its schema (schemas/idempotency.ts)`)
       }
       const preHandler = route.preHandler ?? []
-      route.preHandler = [...(Array.isArray(preHandler) ? preHandler : [preHandler]), claimOrReplay]
+      route.preHandler = [...(Array.isArray(preHandler) ? preHandler : [preHandler]), takeKey]
       const onSend = route.onSend ?? []
-      route.onSend = [...(Array.isArray(onSend) ? onSend : [onSend]), keepAnswer]
+      route.onSend = [...(Array.isArray(onSend) ? onSend : [onSend]), commitAnswer]
+      const onResponse = route.onResponse ?? []
+      route.onResponse = [...(Array.isArray(onResponse) ? onResponse : [onResponse]), endAbandoned]
     })
   },
-  { name: 'idempotency', dependencies: ['database', 'tenancy'] },
+  { name: 'idempotency', dependencies: ['database', 'tenancy', 'metrics'] },
 )

@@ -1,6 +1,7 @@
-import { sql } from 'kysely'
+import { createHash } from 'node:crypto'
+import { sql, type Kysely } from 'kysely'
 import { Precompiled, rawStatement } from '../db/precompiled.js'
-import type { Db } from '../../db/types.js'
+import type { Database, Db } from '../../db/types.js'
 
 /** A key's row: (scope, route, SHA-256 of the key). */
 export interface KeyName {
@@ -13,91 +14,110 @@ export interface Claim extends KeyName {
   fingerprint: Buffer
 }
 
+/** A kept answer: every row holds one (migration 0010), written with the work it answers. */
 export interface KeyRow {
   fingerprint: Buffer | Uint8Array
-  status: number | null
-  answer: Buffer | Uint8Array | null
-  /** Older than the 24 h a key is kept: as if it were not there. */
-  expired: boolean
-  /** Still running, claimed longer ago than the claim timeout: its request is taken to have died. */
-  abandoned: boolean
+  status: number
+  answer: Buffer | Uint8Array
 }
 
 /** How long a key and its answer are kept (docs/api.md); the retention command deletes older ones. */
 export const KEY_LIFETIME_SECONDS = 24 * 60 * 60
 
-const claimStatement = new Precompiled((db, p: Claim) =>
-  db
-    .insertInto('idempotency_keys')
-    .values({ scope: p.scope, route: p.route, key_hash: p.keyHash, fingerprint: p.fingerprint })
-    .onConflict((conflict) => conflict.doNothing())
-    .returning(sql<number>`1`.as('claimed')),
+/**
+ * The transaction-scoped advisory lock of a key: 64 bits of a hash of its row's identity. Two keys
+ * sharing them (one chance in 2^64) only wait for each other (409), never share an answer.
+ */
+export function keyLockId(name: KeyName): string {
+  const digest = createHash('sha256').update(name.scope).update('\0').update(name.route).update('\0').update(name.keyHash).digest()
+  return digest.readBigInt64BE(0).toString()
+}
+
+/**
+ * One statement, the first of a keyed request's transaction: takes the key's lock without waiting,
+ * and reads its live row (a row older than the key lifetime is as if absent). The row is read as of
+ * the statement's start, just before the lock: a request that committed in between is caught by
+ * the answer's INSERT (`insertAnswerStatement`).
+ */
+const lockStatement = new Precompiled((db, p: KeyName & { lockId: string }) =>
+  rawStatement(
+    db,
+    sql<{ locked: boolean; fingerprint: Uint8Array | null; status: number | null; answer: Uint8Array | null }>`
+      SELECT pg_try_advisory_xact_lock(${p.lockId}::int8) AS locked, k.fingerprint, k.status, k.answer
+        FROM (SELECT 1) AS one
+        LEFT JOIN idempotency_keys AS k
+          ON k.scope = ${p.scope} AND k.route = ${p.route} AND k.key_hash = ${p.keyHash}
+         AND k.created_at >= now() - ${KEY_LIFETIME_SECONDS} * interval '1 second'`,
+  ),
 )
 
-const keyStatement = new Precompiled((db, p: KeyName & { claimTimeoutMs: number }) =>
+/**
+ * The answer, in the transaction of the work it answers. It replaces an expired row (retention has
+ * not deleted it yet), never a live one: no row back means another request's answer committed since
+ * this one's lock statement read the key.
+ */
+const insertAnswerStatement = new Precompiled((db, p: Claim & { status: number; answer: Buffer }) =>
+  rawStatement(
+    db,
+    sql<{ kept: number }>`
+      INSERT INTO idempotency_keys AS k (scope, route, key_hash, fingerprint, status, answer)
+      VALUES (${p.scope}, ${p.route}, ${p.keyHash}, ${p.fingerprint}, ${p.status}, ${p.answer})
+      ON CONFLICT (scope, route, key_hash) DO UPDATE
+         SET fingerprint = excluded.fingerprint, status = excluded.status, answer = excluded.answer, created_at = now()
+       WHERE k.created_at < now() - ${KEY_LIFETIME_SECONDS} * interval '1 second'
+      RETURNING 1 AS kept`,
+  ),
+)
+
+const findStatement = new Precompiled((db, p: KeyName) =>
   rawStatement(
     db,
     sql<KeyRow>`
-      SELECT fingerprint, status, answer,
-             created_at < now() - ${KEY_LIFETIME_SECONDS} * interval '1 second' AS expired,
-             status IS NULL AND created_at < now() - ${p.claimTimeoutMs}::float8 * interval '1 millisecond' AS abandoned
+      SELECT fingerprint, status, answer
         FROM idempotency_keys
-       WHERE scope = ${p.scope} AND route = ${p.route} AND key_hash = ${p.keyHash}`,
-  ),
-)
-
-/** Takes over an expired key, or an abandoned claim; of concurrent takeovers one wins (the row is re-checked after a wait). */
-const takeOverStatement = new Precompiled((db, p: Claim & { claimTimeoutMs: number }) =>
-  rawStatement(
-    db,
-    sql<{ claimed: number }>`
-      UPDATE idempotency_keys
-         SET fingerprint = ${p.fingerprint}, status = NULL, answer = NULL, created_at = now()
        WHERE scope = ${p.scope} AND route = ${p.route} AND key_hash = ${p.keyHash}
-         AND (created_at < now() - ${KEY_LIFETIME_SECONDS} * interval '1 second'
-              OR (status IS NULL AND created_at < now() - ${p.claimTimeoutMs}::float8 * interval '1 millisecond'))
-      RETURNING 1 AS claimed`,
+         AND created_at >= now() - ${KEY_LIFETIME_SECONDS} * interval '1 second'`,
   ),
 )
 
-const storeStatement = new Precompiled((db, p: KeyName & { status: number; answer: Buffer }) =>
-  db
-    .updateTable('idempotency_keys')
-    .set({ status: p.status, answer: p.answer })
-    .where('scope', '=', p.scope)
-    .where('route', '=', p.route)
-    .where('key_hash', '=', p.keyHash)
-    .where('status', 'is', null),
-)
-
-const releaseStatement = new Precompiled((db, p: KeyName) =>
-  db
-    .deleteFrom('idempotency_keys')
-    .where('scope', '=', p.scope)
-    .where('route', '=', p.route)
-    .where('key_hash', '=', p.keyHash)
-    .where('status', 'is', null),
-)
-
-/** One statement: true when this request now holds the key (a new row). */
-export async function claimKey(db: Db, claim: Claim): Promise<boolean> {
-  return (await claimStatement.first(db, claim)) !== undefined
+export interface LockedKey {
+  /** Whether this transaction now holds the key's lock. */
+  locked: boolean
+  /** The key's kept answer, committed before the statement began: final, whoever holds the lock. */
+  row: KeyRow | undefined
 }
 
-export async function findKey(db: Db, name: KeyName, claimTimeoutMs: number): Promise<KeyRow | undefined> {
-  return keyStatement.first(db, { ...name, claimTimeoutMs })
+/** In the request's transaction: the key's lock (not waited for) and its live row. */
+export async function lockKey(trx: Db, name: KeyName): Promise<LockedKey> {
+  const found = await lockStatement.first(trx, { ...name, lockId: keyLockId(name) })
+  const row =
+    found?.fingerprint && found.status !== null && found.answer
+      ? { fingerprint: found.fingerprint, status: found.status, answer: found.answer }
+      : undefined
+  return { locked: found?.locked === true, row }
 }
 
-export async function takeOverKey(db: Db, claim: Claim, claimTimeoutMs: number): Promise<boolean> {
-  return (await takeOverStatement.first(db, { ...claim, claimTimeoutMs })) !== undefined
+/** In the request's transaction: true when the answer is written, false when another one is kept already. */
+export async function insertAnswer(trx: Db, claim: Claim, status: number, answer: Buffer): Promise<boolean> {
+  return (await insertAnswerStatement.first(trx, { ...claim, status, answer })) !== undefined
 }
 
-/** The first answer, kept for the retries; only while the claim is still unanswered. */
-export async function storeAnswer(db: Db, name: KeyName, status: number, answer: Buffer): Promise<void> {
-  await storeStatement.rows(db, { ...name, status, answer })
+/** The key's live row, read on its own (after the request's transaction ended). */
+export async function findKey(db: Db, name: KeyName): Promise<KeyRow | undefined> {
+  return findStatement.first(db, name)
 }
 
-/** Gives the key back (a 5xx, nothing done): the next request with it runs. */
-export async function releaseKey(db: Db, name: KeyName): Promise<void> {
-  await releaseStatement.rows(db, name)
+export type SettledKey = { held: true } | { held: false; row: KeyRow | undefined }
+
+/**
+ * The key's live row once no transaction holds its lock; `held` while one still does (the request
+ * whose commit went unanswered may still be running on a server that lost its client). Lock first,
+ * then read, in a transaction of its own: the read's snapshot then follows the lock.
+ */
+export async function findSettledKey(db: Kysely<Database>, name: KeyName): Promise<SettledKey> {
+  return db.transaction().execute(async (trx): Promise<SettledKey> => {
+    const lock = await sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${keyLockId(name)}::int8) AS locked`.execute(trx)
+    if (!lock.rows[0]?.locked) return { held: true }
+    return { held: false, row: await findKey(trx, name) }
+  })
 }

@@ -83,6 +83,13 @@ export class ServiceMetrics {
     help: "Requests carrying X-Forwarded-For from a peer TRUST_PROXY does not trust: their client address is the peer's (behind a gateway missing from TRUST_PROXY, every client is the gateway).",
     registers: [this.registry],
   })
+  /** Writes done beside an answer (after it is sent), whose failure never changes it: a failure is logged and counted here. */
+  readonly sideWriteFailures = new Counter({
+    name: 'side_write_failures_total',
+    help: 'Side writes (done after the answer, best effort) that failed, by write: presence (chat presence of route 6).',
+    labelNames: ['write'] as const,
+    registers: [this.registry],
+  })
   private readonly hashRejections = new Counter({
     name: 'password_hash_rejections_total',
     help: 'Password hashes refused at once (503) because the hashing queue was full.',
@@ -110,6 +117,7 @@ export class ServiceMetrics {
     for (const outcome of ['rotated', 'retried', 'replay_revoked', 'rejected'] as const) this.refreshOutcomes.labels(outcome).inc(0)
     for (const decision of ['allowed', 'throttled'] as const) this.loginThrottle.labels(decision).inc(0)
     for (const cause of ['database', 'read_only', 'handler_timeout', 'hash_queue_full'] as const) this.unavailableResponses.labels(cause).inc(0)
+    this.sideWriteFailures.labels('presence').inc(0)
   }
 
   /** Records one answered request; `route` is the route's pattern, undefined when no route matched. */

@@ -1,9 +1,9 @@
-import type { Kysely } from 'kysely'
 import { hashPassword } from '../auth/passwords.js'
 import { startSession, type TokenPair } from '../auth/sessions.js'
 import type { TokenSigner } from '../auth/tokens.js'
 import type { Config } from '../config.js'
-import type { Database } from '../../db/types.js'
+import type { Db } from '../../db/types.js'
+import { inTransaction } from '../db/transaction.js'
 import { problem } from '../lib/problem.js'
 import { checkToken, decodeUid, encodeUid, makeToken, type LinkSubject } from './legacy-token.js'
 import { findPendingUser, lockPendingUser, markConfirmed, type ConfirmedUser, type PendingUser } from './repository.js'
@@ -46,7 +46,7 @@ export interface Confirmation {
  * and fails. Activation and the first session commit together.
  */
 export async function confirmMigratedAccount(
-  db: Kysely<Database>,
+  db: Db,
   signer: TokenSigner,
   config: LinkSettings & Pick<Config, 'refreshAbsoluteTtl'>,
   link: { uidb64: string; token: string },
@@ -55,7 +55,7 @@ export async function confirmMigratedAccount(
   const uid = decodeUid(link.uidb64)
   if (!uid || !linkIsValid(await findPendingUser(db, uid), link.token, config)) throw invalidLink()
   const newPasswordHash = newPassword === undefined ? undefined : await hashPassword(newPassword)
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const pending = await lockPendingUser(trx, uid)
     if (!linkIsValid(pending, link.token, config)) throw invalidLink()
     const user = await markConfirmed(trx, pending.id, newPasswordHash)

@@ -34,7 +34,7 @@ const registrationRoutes: FastifyPluginAsyncTypebox<RegistrationPluginOptions> =
     '/confirm-migration-account/:uidb64/:token',
     { schema: confirmMigrationRouteSchema, config: { public: true, idempotency: true }, preValidation: emptyBodyAsObject },
     async (request, reply) => {
-      const { user, tokens } = await confirmMigratedAccount(app.db, app.tokens, config, request.params, request.body.password)
+      const { user, tokens } = await confirmMigratedAccount(request.db, app.tokens, config, request.params, request.body.password)
       // Confirming starts the account's first session: a login for the audit trail.
       audit.loginSucceeded(request.log, { userId: user.id, clientAddress: request.ip, via: 'confirmation' })
       reply.code(201)

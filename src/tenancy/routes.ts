@@ -15,6 +15,7 @@ import type {
   RouteShorthandOptions,
 } from 'fastify'
 import type { ResolveFastifyReplyReturnType } from 'fastify/types/type-provider.js'
+import type { Db } from '../../db/types.js'
 import type { CompanyRoleContext, RoleRequirement } from './membership.js'
 import type { AuthenticatedUser } from './principal.js'
 import { PrincipalStatement, ScopedStatement, type CompanyRead, type UserRead } from './scoped-statement.js'
@@ -56,16 +57,22 @@ type RouteParts<S extends FastifySchema> = Omit<
   config?: Omit<FastifyContextConfig, 'tenancy'>
 }
 
-/** What a company route's handler is given: the admitted member, their user, and the read's data row (undefined when it found none). */
+/**
+ * What a company route's handler is given: the admitted member, their user, the read's data row
+ * (undefined when it found none), and the database to work on (`request.db`: a keyed request's
+ * transaction, else the app's; src/plugins/database.ts decides).
+ */
 export interface CompanyTenancy<Data> {
   companyRole: CompanyRoleContext
   user: AuthenticatedUser
   data: Data | undefined
+  db: Db
 }
 
 export interface UserTenancy<Data> {
   user: AuthenticatedUser
   data: Data[]
+  db: Db
 }
 
 export type CompanyRouteSpec<S extends FastifySchema, Data> = RouteParts<S> &
@@ -112,7 +119,8 @@ export function companyRoute<const S extends FastifySchema, Data = never>(spec: 
     handler(request, reply) {
       const { auth, companyRole } = request
       if (!auth || !companyRole) throw notAdmitted(spec.url)
-      return handler(request as Request<S>, reply as Reply<S>, { companyRole, user: auth.user, data: request.tenancyData as Data | undefined })
+      const given = { companyRole, user: auth.user, data: request.tenancyData as Data | undefined, db: request.db }
+      return handler(request as Request<S>, reply as Reply<S>, given)
     },
   } as TypeboxRoute
 }
@@ -129,7 +137,11 @@ export function userRoute<const S extends FastifySchema, Data = never>(spec: Use
     config: { ...config, tenancy },
     handler(request, reply) {
       if (!request.auth) throw notAdmitted(spec.url)
-      return handler(request as Request<S>, reply as Reply<S>, { user: request.auth.user, data: (request.tenancyData ?? []) as Data[] })
+      return handler(request as Request<S>, reply as Reply<S>, {
+        user: request.auth.user,
+        data: (request.tenancyData ?? []) as Data[],
+        db: request.db,
+      })
     },
   } as TypeboxRoute
 }

@@ -16,8 +16,14 @@ beforeEach(async () => {
   bob = (await obtainTokens(context.app, 'bob@beta.example', DEMO_PASSWORD)).access
 })
 
-function presence(partnerId: string, token = bob, roleId: string = roles.betaBuyer) {
-  return context.app.inject({ method: 'GET', url: url(roleId, partnerId), headers: bearer(token) })
+/**
+ * Route 6. Presence is written after the answer is sent (a side write, src/company/chat/presence-plugin.ts):
+ * the helper waits for that write, so that what a test reads next includes it.
+ */
+async function presence(partnerId: string, token = bob, roleId: string = roles.betaBuyer) {
+  const response = await context.app.inject({ method: 'GET', url: url(roleId, partnerId), headers: bearer(token) })
+  await context.app.presence.settled()
+  return response
 }
 
 interface Presence {

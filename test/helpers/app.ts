@@ -53,6 +53,8 @@ export function useTestApp(env: Record<string, string> = {}, options: TestAppOpt
     context.app = await buildTestApp(env, { counterStore: counters, ...options })
   })
   beforeEach(async () => {
+    // Presence is written after each answer: the last test's writes land before the reset.
+    await context.app.presence.settled()
     await resetDatabase()
     context.app.presence.forget()
     counters.clear()

@@ -14,10 +14,11 @@ export interface Instance {
 
 /**
  * Another instance of the service on the same database: its own pool on this worker's schema of
- * TEST_DATABASE_URL. On the embedded database (one per process) it shares the worker's handle.
+ * TEST_DATABASE_URL (or of `connectionString`, such as that URL with an `application_name` by which
+ * a test finds its connections). On the embedded database (one per process) it shares the worker's handle.
  */
-export async function startInstance(env: Record<string, string> = {}, withCounters = true): Promise<Instance> {
-  const serverUrl = process.env.TEST_DATABASE_URL
+export async function startInstance(env: Record<string, string> = {}, withCounters = true, connectionString?: string): Promise<Instance> {
+  const serverUrl = connectionString ?? process.env.TEST_DATABASE_URL
   const handle: DatabaseHandle = serverUrl
     ? createPostgresDatabase({ connectionString: serverUrl, poolSize: 5, schema: workerSchema(), preparedStatements: true })
     : await testDatabase()

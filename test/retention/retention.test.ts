@@ -79,8 +79,8 @@ describe('retention (npm run retention)', () => {
     expect((await solicit('old', DEMO.roles.gammaSeller)).statusCode).toBe(201)
     await sql`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key_hash = ${keyHash('old')}`.execute(await db())
     await sql`
-      INSERT INTO idempotency_keys (scope, route, key_hash, fingerprint, status, created_at)
-      SELECT 'user:' || n, 'POST /old', sha256(n::text::bytea), sha256(n::text::bytea), 201, now() - interval '2 days'
+      INSERT INTO idempotency_keys (scope, route, key_hash, fingerprint, status, answer, created_at)
+      SELECT 'user:' || n, 'POST /old', sha256(n::text::bytea), sha256(n::text::bytea), 201, sha256(n::text::bytea), now() - interval '2 days'
         FROM generate_series(1, 4) AS n`.execute(await db())
     const lines: string[] = []
     const report = await runRetention(await db(), OPTIONS, (line) => lines.push(line))

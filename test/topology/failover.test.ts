@@ -55,7 +55,7 @@ interface Attempt {
   body: string | undefined
 }
 
-/** A keyed write: sent again, as examples/client/retries.ts does, with the same key and body. */
+/** A keyed write: sent again, as the client package (packages/client) does, with the same key and body. */
 interface Operation {
   route: 'route 11' | 'route 5'
   path: string

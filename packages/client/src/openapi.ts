@@ -1521,7 +1521,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: the retry runs again. Without the header the route behaves as it always did.
+                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: nothing was done, and the retry runs (a 503 whose `detail` says the outcome is unknown may have been done: the retry then replays it). Without the header the route behaves as it always did.
                  * @example 5f2c7d8e-4b1a-4c3e-9f60-2d7a1b8c9e01
                  */
                 "Idempotency-Key"?: string;
@@ -2195,7 +2195,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: the retry runs again. Without the header the route behaves as it always did.
+                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: nothing was done, and the retry runs (a 503 whose `detail` says the outcome is unknown may have been done: the retry then replays it). Without the header the route behaves as it always did.
                  * @example 5f2c7d8e-4b1a-4c3e-9f60-2d7a1b8c9e01
                  */
                 "Idempotency-Key"?: string;
@@ -2965,7 +2965,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: the retry runs again. Without the header the route behaves as it always did.
+                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: nothing was done, and the retry runs (a 503 whose `detail` says the outcome is unknown may have been done: the retry then replays it). Without the header the route behaves as it always did.
                  * @example 5f2c7d8e-4b1a-4c3e-9f60-2d7a1b8c9e01
                  */
                 "Idempotency-Key"?: string;

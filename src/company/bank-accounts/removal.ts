@@ -1,5 +1,5 @@
-import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/types.js'
+import type { Db } from '../../../db/types.js'
+import { inTransaction } from '../../db/transaction.js'
 import { problem } from '../../lib/problem.js'
 import { lockActiveBankAccounts, makeDefaultBankAccount, markBankAccountRemoved, paysUnsettledOperation } from './repository.js'
 import { removalBlocker, successorDefault, type RemovalBlocker } from './rules.js'
@@ -13,8 +13,8 @@ const BLOCKER_DETAILS: Record<RemovalBlocker, string> = {
  * Route 8: removes an active account of the company, in one transaction over the company's locked
  * accounts, so that concurrent removals can never leave it with no account or no default.
  */
-export async function removeBankAccount(db: Kysely<Database>, companyId: string, bankAccountId: string, userId: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+export async function removeBankAccount(db: Db, companyId: string, bankAccountId: string, userId: string): Promise<void> {
+  await inTransaction(db, async (trx) => {
     const accounts = await lockActiveBankAccounts(trx, companyId)
     const target = accounts.find((account) => account.id === bankAccountId)
     if (!target) throw problem(404, 'not_found', 'Not found.')

@@ -26,8 +26,8 @@ const bankAccountRoutes: FastifyPluginAsyncTypebox = async (app) => {
       url: '/v1/:company_role_id/bank-account/:bank_account_id',
       permission: 'bank_accounts',
       schema: removeBankAccountRouteSchema,
-      handler: async (request, reply, { companyRole, user }) => {
-        await removeBankAccount(app.db, companyRole.companyId, request.params.bank_account_id, user.id)
+      handler: async (request, reply, { companyRole, user, db }) => {
+        await removeBankAccount(db, companyRole.companyId, request.params.bank_account_id, user.id)
         return reply.code(204).send(null)
       },
     }),

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { PresenceTracker } from './presence.js'
 
@@ -10,28 +10,30 @@ declare module 'fastify' {
 
 /**
  * Chat presence (§4 route 6): every request the tenancy pipeline admitted for a company role marks
- * that role seen, whatever the route. onSend, so the write is done when the client has its answer
- * (a partner asking right after sees it); attached to the company-scoped routes only, so that the
- * others pay no hook for it. A failed write is logged and changes no answer: a success already
- * committed must not turn into a 503 that invites a retry, nor an error answer into another.
+ * that role seen, whatever the route. A side write: after the answer is sent (onResponse), bounded
+ * (src/company/chat/presence.ts), and a failure only logged and counted, so that a slow or locked
+ * presence table never changes an answer nor holds its connection (docs/decisions.md). Attached to
+ * the company-scoped routes only, so that the others pay no hook for it.
  */
 export default fp(
   async function presencePlugin(app: FastifyInstance) {
     app.decorate('presence', new PresenceTracker(app.db))
-    const markSeen = async (request: FastifyRequest, _reply: FastifyReply, payload: unknown) => {
-      if (!request.companyRole) return payload
+    const markSeen = async (request: FastifyRequest) => {
+      if (!request.companyRole) return
       try {
         await app.presence.markSeen(request.companyRole.companyRoleId)
       } catch (error) {
         request.log.warn({ err: error }, 'presence: the role could not be marked seen')
+        app.metrics.sideWriteFailures.labels('presence').inc()
       }
-      return payload
     }
+    // A write under way finishes before the database closes.
+    app.addHook('onClose', async () => app.presence.settled())
     app.addHook('onRoute', (route) => {
       if (route.config?.tenancy?.kind !== 'company') return
-      const existing = route.onSend ?? []
-      route.onSend = [...(Array.isArray(existing) ? existing : [existing]), markSeen]
+      const existing = route.onResponse ?? []
+      route.onResponse = [...(Array.isArray(existing) ? existing : [existing]), markSeen]
     })
   },
-  { name: 'presence', dependencies: ['database', 'tenancy'] },
+  { name: 'presence', dependencies: ['database', 'tenancy', 'metrics'] },
 )

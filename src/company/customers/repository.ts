@@ -1,50 +1,62 @@
 import { sql, type Selectable } from 'kysely'
 import type { CustomersTable, Db } from '../../../db/types.js'
+import { Precompiled, rawStatement } from '../../db/precompiled.js'
 import type { CustomerInput } from './rules.js'
 
 export type Customer = Selectable<CustomersTable>
 
-const CUSTOMER_COLUMNS = ['id', 'company_role_id', 'name', 'tax_id', 'tax_id_type', 'email', 'phone', 'created_at', 'updated_at'] as const
+type SaveParams = CustomerInput & { companyRoleId: string; id: string }
 
 /**
- * One atomic statement: inserts the role's customer, or updates the role's row with that id when it
- * has the same tax id (`updated_at` moves only when something changed). Ids are per role: another
- * role's customer with this id is another row. Returns undefined when the role's row carries another
- * tax id; it is left as it was. A concurrent insert of the same id waits for the first and then
- * takes the update path. Another id with the same tax id in the role raises customers_role_tax_id_key.
+ * One statement that never fails on a unique constraint (an error would abort a surrounding
+ * transaction: a keyed request's, src/idempotency/): inserts the role's customer, else updates the
+ * role's row with that id when it has the same tax id (`updated_at` moves only when something
+ * changed). Ids are per role: another role's customer with this id is another row. No row back:
+ * the insert met a row it cannot see or may not touch, which `findCustomerConflict` tells apart
+ * (another tax id under this id; this tax id under another id; a concurrent insert of this id that
+ * committed after this statement began, which the update could not see).
  */
-export function upsertCustomer(db: Db, companyRoleId: string, id: string, input: CustomerInput): Promise<Customer | undefined> {
-  return db
-    .insertInto('customers')
-    .values({ id, company_role_id: companyRoleId, ...input })
-    .onConflict((conflict) =>
-      conflict
-        .columns(['company_role_id', 'id'])
-        .doUpdateSet((eb) => ({
-          name: eb.ref('excluded.name'),
-          email: eb.ref('excluded.email'),
-          phone: eb.ref('excluded.phone'),
-          updated_at: sql<Date>`CASE
-            WHEN (customers.name, customers.email, customers.phone) IS DISTINCT FROM (excluded.name, excluded.email, excluded.phone)
-            THEN now() ELSE customers.updated_at END`,
-        }))
-        .whereRef('customers.tax_id', '=', 'excluded.tax_id'),
-    )
-    .returning(CUSTOMER_COLUMNS)
-    .executeTakeFirst()
+const saveStatement = new Precompiled((db, p: SaveParams) =>
+  rawStatement(
+    db,
+    sql<Customer>`
+      WITH inserted AS (
+        INSERT INTO customers (id, company_role_id, name, tax_id, tax_id_type, email, phone)
+        VALUES (${p.id}, ${p.companyRoleId}, ${p.name}, ${p.tax_id}, ${p.tax_id_type}, ${p.email}, ${p.phone})
+        ON CONFLICT DO NOTHING
+        RETURNING id, company_role_id, name, tax_id, tax_id_type, email, phone, created_at, updated_at
+      ), updated AS (
+        UPDATE customers
+           SET name = ${p.name}, email = ${p.email}, phone = ${p.phone},
+               updated_at = CASE
+                 WHEN (name, email, phone) IS DISTINCT FROM (${p.name}::text, ${p.email}::text, ${p.phone}::text) THEN now()
+                 ELSE updated_at END
+         WHERE company_role_id = ${p.companyRoleId} AND id = ${p.id} AND tax_id = ${p.tax_id}
+        RETURNING id, company_role_id, name, tax_id, tax_id_type, email, phone, created_at, updated_at
+      )
+      SELECT * FROM inserted UNION ALL SELECT * FROM updated`,
+  ),
+)
+
+export function saveCustomerRow(db: Db, companyRoleId: string, id: string, input: CustomerInput): Promise<Customer | undefined> {
+  return saveStatement.first(db, { ...input, companyRoleId, id })
 }
 
-export async function findCustomerTaxId(db: Db, companyRoleId: string, id: string): Promise<string | undefined> {
-  const row = await db.selectFrom('customers').select('tax_id').where('company_role_id', '=', companyRoleId).where('id', '=', id).executeTakeFirst()
-  return row?.tax_id
+/** What stands in the way of a save: the tax id of the row with this id, and the id of the row with this tax id. */
+export interface CustomerConflict {
+  current_tax_id: string | null
+  holder_id: string | null
 }
 
-export async function findCustomerIdByTaxId(db: Db, companyRoleId: string, taxId: string): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('customers')
-    .select('id')
-    .where('company_role_id', '=', companyRoleId)
-    .where('tax_id', '=', taxId)
-    .executeTakeFirst()
-  return row?.id
+const conflictStatement = new Precompiled((db, p: { companyRoleId: string; id: string; taxId: string }) =>
+  rawStatement(
+    db,
+    sql<CustomerConflict>`
+      SELECT (SELECT tax_id FROM customers WHERE company_role_id = ${p.companyRoleId} AND id = ${p.id}) AS current_tax_id,
+             (SELECT id FROM customers WHERE company_role_id = ${p.companyRoleId} AND tax_id = ${p.taxId}) AS holder_id`,
+  ),
+)
+
+export async function findCustomerConflict(db: Db, companyRoleId: string, id: string, taxId: string): Promise<CustomerConflict> {
+  return (await conflictStatement.first(db, { companyRoleId, id, taxId })) ?? { current_tax_id: null, holder_id: null }
 }

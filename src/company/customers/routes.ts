@@ -32,8 +32,8 @@ const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: saveCustomerRouteSchema,
       config: { idempotency: true },
       preValidation: trimTextFields,
-      handler: async (request, reply, { companyRole }) => {
-        const customer = await saveCustomer(app.db, companyRole.companyRoleId, request.params.id, request.body)
+      handler: async (request, reply, { companyRole, db }) => {
+        const customer = await saveCustomer(db, companyRole.companyRoleId, request.params.id, request.body)
         return reply.code(201).send(customerBody(customer))
       },
     }),

@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely'
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres'
-import { uniqueViolation } from '../../db/errors.js'
 import { Precompiled } from '../../db/precompiled.js'
 import { isoTimestamp } from '../../db/sql-json.js'
 import type { Database, Db } from '../../../db/types.js'
@@ -114,36 +113,41 @@ export interface Solicitation {
   created_at: Date
 }
 
-/** The name of the partial unique index that allows one open solicitation per buyer and seller. */
-const ONE_OPEN_INDEX = 'document_solicitations_one_open_idx'
-
 export type OpenSolicitationOutcome = { created: Solicitation } | { alreadyOpen: string }
 
 /**
- * Opens a solicitation. The partial unique index decides between concurrent requests: the loser's
- * insert fails (after the winner commits) and gets the winner's id instead.
+ * The insert, or nothing when this buyer has an open solicitation to this seller: the partial
+ * unique index (document_solicitations_one_open_idx) is the arbiter, so a concurrent request waits
+ * for the first and then inserts nothing, without an error that would abort a surrounding
+ * transaction (a keyed request's, src/idempotency/).
  */
+const insertOpenStatement = new Precompiled((db, p: NewSolicitation) =>
+  db
+    .insertInto('document_solicitations')
+    .values({
+      buyer_company_role_id: p.buyerRoleId,
+      seller_company_role_id: p.sellerRoleId,
+      document_types: p.documentTypes,
+      message: p.message,
+      due_date: p.dueDate,
+      created_by: p.createdBy,
+    })
+    .onConflict((conflict) => conflict.columns(['buyer_company_role_id', 'seller_company_role_id']).where('status', '=', 'open').doNothing())
+    .returning(['id', 'buyer_company_role_id', 'seller_company_role_id', 'document_types', 'message', 'due_date', 'status', 'created_at']),
+)
+
+/** Attempts before giving up on a solicitation closed again each time between the insert and the look-up. */
+const ATTEMPTS = 3
+
+/** Opens a solicitation, or names the open one that prevents it (after its request committed). */
 export async function insertOpenSolicitation(db: Db, values: NewSolicitation): Promise<OpenSolicitationOutcome> {
-  try {
-    const created = await db
-      .insertInto('document_solicitations')
-      .values({
-        buyer_company_role_id: values.buyerRoleId,
-        seller_company_role_id: values.sellerRoleId,
-        document_types: values.documentTypes,
-        message: values.message,
-        due_date: values.dueDate,
-        created_by: values.createdBy,
-      })
-      .returning(['id', 'buyer_company_role_id', 'seller_company_role_id', 'document_types', 'message', 'due_date', 'status', 'created_at'])
-      .executeTakeFirstOrThrow()
-    return { created }
-  } catch (error) {
-    if (uniqueViolation(error) !== ONE_OPEN_INDEX) throw error
+  for (let attempt = 1; ; attempt++) {
+    const created = await insertOpenStatement.first(db, values)
+    if (created) return { created }
     const open = await findOpenSolicitationId(db, values.buyerRoleId, values.sellerRoleId)
-    // Closed again in the instant between the two statements: nothing sensible to point at.
-    if (open === undefined) throw error
-    return { alreadyOpen: open }
+    if (open !== undefined) return { alreadyOpen: open }
+    // Closed again in the instant between the two statements: try to open it once more.
+    if (attempt === ATTEMPTS) throw new Error('document solicitation: the open one kept closing between the insert and its look-up')
   }
 }
 

@@ -84,14 +84,14 @@ const kycRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: solicitationRouteSchema,
       config: { idempotency: true },
       preValidation: [requireSupportedVersion, emptyBodyAsObject],
-      handler: async (request, reply, { companyRole, user }) => {
+      handler: async (request, reply, { companyRole, user, db }) => {
         const { seller_id: sellerId } = request.params
         const buyerRoleId = companyRole.companyRoleId
         const today = utcToday(new Date())
         assertDueDateNotPast(request.body.due_date, today)
-        const kyc = await requireSeller(app.db, buyerRoleId, sellerId)
+        const kyc = await requireSeller(db, buyerRoleId, sellerId)
         if (kyc.openSolicitation) throw alreadyOpen(kyc.openSolicitation.id)
-        const outcome = await insertOpenSolicitation(app.db, {
+        const outcome = await insertOpenSolicitation(db, {
           buyerRoleId,
           sellerRoleId: sellerId,
           documentTypes: typesToRequest(request.body, kyc, today),
