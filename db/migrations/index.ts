@@ -9,6 +9,7 @@ import * as retention from './0007_retention.js'
 import * as refreshReuseGrace from './0008_refresh_reuse_grace.js'
 import * as idempotencyKeys from './0009_idempotency_keys.js'
 import * as productionMark from './0010_production_mark.js'
+import * as solicitationDocumentTypes from './0011_solicitation_document_types.js'
 
 /**
  * Migrations are imported, not read from a folder, so that the compiled service and the tests
@@ -25,6 +26,7 @@ export const migrations: Record<string, Migration> = {
   '0008_refresh_reuse_grace': refreshReuseGrace,
   '0009_idempotency_keys': idempotencyKeys,
   '0010_production_mark': productionMark,
+  '0011_solicitation_document_types': solicitationDocumentTypes,
 }
 
 export const migrationProvider: MigrationProvider = {
