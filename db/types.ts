@@ -1,15 +1,21 @@
 import type { ColumnType, Generated, Kysely, Selectable, Transaction } from 'kysely'
 import type {
+  BankAccountType,
+  BidStatus,
   EnvelopeStatus,
   KycReviewStatus,
   KycType,
   MigrationState,
+  OperationStatus,
   Permission,
+  RevocationReason,
   RoleKind,
   SignerStatus,
   SolicitationStatus,
   TaxIdType,
   TitleDocumentKind,
+  TitleStatus,
+  WebhookOutcome,
 } from '../src/vocabulary.js'
 
 /** A timestamptz column: read as a Date, written as a Date or an SQL expression. */
@@ -69,7 +75,7 @@ export interface TokenFamiliesTable {
   created_at: CreatedAt
   absolute_expires_at: Timestamp
   revoked_at: NullableTimestamp
-  revoked_reason: 'reuse' | 'password_changed' | 'user_disabled' | 'logout' | null
+  revoked_reason: RevocationReason | null
   /** The jti of the family's one refresh token that may still be spent (migration 0005). */
   current_refresh_jti: string | null
   /** The jti the last rotation spent, and the term of the successor it made current (migration 0008). */
@@ -112,7 +118,7 @@ export interface BankAccountsTable {
   branch_digit: string | null
   account_number: string
   account_digit: string
-  account_type: 'checking' | 'savings' | 'payment'
+  account_type: BankAccountType
   holder_name: string
   holder_tax_id: string
   is_default: Generated<boolean>
@@ -154,7 +160,7 @@ export interface TitlesTable {
   issue_date: DateOnly
   due_date: DateOnly
   nfe_key: string | null
-  status: 'draft' | 'listed' | 'sold' | 'settled' | 'cancelled'
+  status: TitleStatus
   listed_at: NullableTimestamp
   created_at: CreatedAt
   updated_at: DefaultTimestamp
@@ -166,7 +172,7 @@ export interface BidsTable {
   buyer_company_role_id: string
   monthly_rate: Decimal
   amount: Decimal
-  status: 'active' | 'withdrawn' | 'accepted' | 'rejected'
+  status: BidStatus
   created_at: CreatedAt
 }
 
@@ -176,7 +182,7 @@ export interface OperationsTable {
   buyer_company_role_id: string
   payout_bank_account_id: string
   purchase_price: Decimal
-  status: 'awaiting_settlement' | 'settled' | 'cancelled'
+  status: OperationStatus
   created_at: CreatedAt
   settled_at: NullableTimestamp
 }
@@ -223,7 +229,7 @@ export interface WebhookDeliveriesTable {
   event_name: string | null
   envelope_key: string | null
   occurred_at: NullableTimestamp
-  outcome: 'applied' | 'ignored' | 'unmatched' | null
+  outcome: WebhookOutcome | null
   processed_at: NullableTimestamp
 }
 

@@ -60,3 +60,27 @@ export type EnvelopeStatus = (typeof ENVELOPE_STATUSES)[number]
 
 export const SIGNER_STATUSES = ['pending', 'signed', 'refused'] as const
 export type SignerStatus = (typeof SIGNER_STATUSES)[number]
+
+// Stored and read, but shown by no route.
+
+export const BANK_ACCOUNT_TYPES = ['checking', 'savings', 'payment'] as const
+export type BankAccountType = (typeof BANK_ACCOUNT_TYPES)[number]
+
+/** A title's life on the marketplace; a `listed` one is visible to every buyer (route 9). */
+export const TITLE_STATUSES = ['draft', 'listed', 'sold', 'settled', 'cancelled'] as const
+export type TitleStatus = (typeof TITLE_STATUSES)[number]
+
+export const BID_STATUSES = ['active', 'withdrawn', 'accepted', 'rejected'] as const
+export type BidStatus = (typeof BID_STATUSES)[number]
+
+/** An operation `awaiting_settlement` pays into its bank account, which route 8 then keeps. */
+export const OPERATION_STATUSES = ['awaiting_settlement', 'settled', 'cancelled'] as const
+export type OperationStatus = (typeof OPERATION_STATUSES)[number]
+
+/** Why a refresh-token family was revoked (§2). */
+export const REVOCATION_REASONS = ['reuse', 'password_changed', 'user_disabled', 'logout'] as const
+export type RevocationReason = (typeof REVOCATION_REASONS)[number]
+
+/** What a stored e-signature delivery did (route 12). */
+export const WEBHOOK_OUTCOMES = ['applied', 'ignored', 'unmatched'] as const
+export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number]

@@ -10,6 +10,7 @@ import * as refreshReuseGrace from './0008_refresh_reuse_grace.js'
 import * as idempotencyKeys from './0009_idempotency_keys.js'
 import * as productionMark from './0010_production_mark.js'
 import * as idempotencyAnswerWithWork from './0011_idempotency_answer_with_work.js'
+import * as solicitationDocumentTypes from './0012_solicitation_document_types.js'
 
 /**
  * Migrations are imported, not read from a folder, so that the compiled service and the tests
@@ -27,6 +28,7 @@ export const migrations: Record<string, Migration> = {
   '0009_idempotency_keys': idempotencyKeys,
   '0010_production_mark': productionMark,
   '0011_idempotency_answer_with_work': idempotencyAnswerWithWork,
+  '0012_solicitation_document_types': solicitationDocumentTypes,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -409,29 +409,40 @@ export async function removeDemoData(db: Kysely<Database>): Promise<RemovedDemoD
   })
 }
 
-/** Empties every table the service owns (the tests reset between cases with it). */
+/** The tables of each handle's schema, read once per handle: truncateAll runs before every test. */
+const schemaTables = new WeakMap<Kysely<Database>, Promise<SchemaTable[]>>()
+
+export interface SchemaTable {
+  schema: string
+  table: string
+}
+
+/**
+ * The tables of the schema the handle works in (the first schema of its search path that exists:
+ * the worker's on PostgreSQL, `public` on PGlite), but Kysely's migration bookkeeping: what a
+ * migration creates is in it without a list to edit.
+ */
+export async function serviceTables(db: Kysely<Database>): Promise<SchemaTable[]> {
+  const { rows } = await sql<SchemaTable>`
+    SELECT schemaname AS schema, tablename AS table FROM pg_catalog.pg_tables
+     WHERE schemaname = current_schema() AND NOT starts_with(tablename, 'kysely_migration')
+     ORDER BY tablename`.execute(db)
+  return rows
+}
+
+/**
+ * Empties every table of the handle's schema (the tests reset between cases with it), in one
+ * statement. With every table of the schema named no CASCADE is needed, and a table of another
+ * schema that references one of them stops it rather than being emptied too. The list is read once
+ * per handle: a table created after the first call is left alone until a new handle.
+ */
 export async function truncateAll(db: Kysely<Database>): Promise<void> {
-  const tables = [
-    'idempotency_keys',
-    'webhook_deliveries',
-    'signature_signers',
-    'signature_envelopes',
-    'title_documents',
-    'operations',
-    'bids',
-    'titles',
-    'company_role_presence',
-    'chat_conversations',
-    'customers',
-    'bank_accounts',
-    'document_solicitations',
-    'kyc_documents',
-    'token_families',
-    'memberships',
-    'company_roles',
-    'companies',
-    'users',
-    'deployment_marks',
-  ]
-  await sql`TRUNCATE ${sql.join(tables.map((table) => sql.table(table)))}`.execute(db)
+  let tables = schemaTables.get(db)
+  if (!tables) {
+    tables = serviceTables(db)
+    schemaTables.set(db, tables)
+    tables.catch(() => schemaTables.delete(db))
+  }
+  const names = await tables
+  if (names.length > 0) await sql`TRUNCATE ${sql.join(names.map(({ schema, table }) => sql.id(schema, table)))}`.execute(db)
 }
