@@ -161,6 +161,8 @@ export async function startStreamingCluster(
         '-R',
         '-X',
         'stream',
+        // An immediate checkpoint: the default spreads it over minutes.
+        '--checkpoint=fast',
         '--no-sync',
       ])
       await appendFile(path.join(node.dataDir, 'postgresql.conf'), `port = ${node.port}\nrecovery_min_apply_delay = '${delay}'\n`)
