@@ -51,7 +51,8 @@ export default fp(
       async run(request, read, conclusive = () => true) {
         let after: bigint | undefined
         try {
-          after = await positions.get(request.tokenClaims.user_id)
+          const userId = request.tokenClaims?.user_id
+          after = userId === undefined ? undefined : await positions.get(userId)
         } catch (error) {
           request.log.warn({ err: error }, 'replicas: the write positions could not be read; reading on the primary')
           return onPrimary(read, 'no_position')

@@ -186,6 +186,21 @@ describe.skipIf(unavailable !== undefined)('reads on streaming replicas (DATABAS
     expect((await metric(1, 'db_reads_total'))['{target="primary",reason="own_write"}']).toBeGreaterThanOrEqual(1)
   }, 30_000)
 
+  it("admits a fresh login's first read at once, though its token family is not on the replicas yet (the primary confirms)", async () => {
+    const login = await request(ports[0]!, {
+      method: 'POST',
+      path: '/api/auth/v1/token',
+      body: { email: 'alice@acme.example', password: DEMO_PASSWORD },
+    })
+    expect(login.status, login.body).toBe(200)
+    const { access } = JSON.parse(login.body) as { access: string }
+    const confirmed = async () => (await metric(1, 'db_reads_total'))['{target="primary",reason="confirm"}'] ?? 0
+    const before = await confirmed()
+    const companies = await request(ports[1]!, { path: '/api/company/v1/get-user-companies', headers: { authorization: `Bearer ${access}` } })
+    expect(companies.status, companies.body).toBe(200)
+    expect(await confirmed()).toBe(before + 1)
+  }, 30_000)
+
   it('skips a replica delayed past DATABASE_REPLICA_MAX_LAG until it catches up', async () => {
     await cluster.setDelay(2, '10s')
     try {
