@@ -63,6 +63,14 @@ async function stop(code, why) {
   process.exit(code)
 }
 
+/** A known start problem (a busy port, a bad variable) on the first load: as `npm start` would, the one line, and exit. */
+function stoppedAtStart(first, line) {
+  if (!first || !line) return false
+  process.stderr.write(`${line}\n`)
+  void stop(1)
+  return true
+}
+
 /** Builds and imports the code as saved, starts its app and retires the previous one. */
 async function load(reason) {
   const started = performance.now()
@@ -90,13 +98,9 @@ async function load(reason) {
     lap('appMs', creating)
   } catch (error) {
     const line = module.startProblem(error)
-    if (first && line) {
-      // As `npm start` would: the one line, and exit.
-      process.stderr.write(`${line}\n`)
-      void stop(1)
-      return
+    if (!stoppedAtStart(first, line)) {
+      log(ERROR, `${line ?? 'the app did not start'}${first ? ': save a fix' : ': the previous version serves on'}`, line ? {} : { err: error.stack })
     }
-    log(ERROR, `${line ?? 'the app did not start'}${first ? ': save a fix' : ': the previous version serves on'}`, line ? {} : { err: error.stack })
     return
   }
   const previous = current
@@ -109,12 +113,7 @@ async function load(reason) {
     lap('listenMs', listening)
   } catch (error) {
     const line = module.startProblem(error)
-    if (first && line) {
-      process.stderr.write(`${line}\n`)
-      void stop(1)
-      return
-    }
-    log(ERROR, line ?? 'listening failed', line ? {} : { err: error.stack })
+    if (!stoppedAtStart(first, line)) log(ERROR, line ?? 'listening failed', line ? {} : { err: error.stack })
   }
   if (!first) log(INFO, `reloaded in ${Math.round(performance.now() - started)} ms (${reason})`, phases)
   if (closing) {

@@ -1,4 +1,4 @@
-import { connect, createServer, type Server, type Socket } from 'node:net'
+import { CuttableProxy, type Pair } from './tcp-proxy.js'
 
 /**
  * What happens to the next COMMIT: its answer lost on the way back (the server committed); the
@@ -14,16 +14,8 @@ const COMMIT_MESSAGE = Buffer.from('Q\0\0\0\x0bcommit\0', 'latin1')
  * A TCP proxy in front of the real PostgreSQL that loses one COMMIT, or its answer, on purpose:
  * the one place where a client cannot know whether its transaction committed.
  */
-export class CommitProxy {
-  private server: Server | undefined
-  private readonly sockets = new Set<Socket>()
+export class CommitProxy extends CuttableProxy {
   private fault: CommitFault | undefined
-  port = 0
-
-  constructor(
-    private readonly targetHost: string,
-    private readonly targetPort: number,
-  ) {}
 
   /** The next COMMIT that passes meets `fault`. */
   arm(fault: CommitFault): void {
@@ -34,23 +26,8 @@ export class CommitProxy {
     return this.fault !== undefined
   }
 
-  async start(): Promise<void> {
-    this.server = createServer((client) => this.connectPair(client))
-    await new Promise<void>((resolve) => this.server?.listen(this.port, '127.0.0.1', resolve))
-    const address = this.server.address()
-    if (address && typeof address === 'object') this.port = address.port
-  }
-
-  private connectPair(client: Socket): void {
-    const upstream = connect(this.targetPort, this.targetHost)
+  protected override forward({ client, upstream }: Pair): void {
     let answerLost = false
-    for (const socket of [client, upstream]) {
-      this.sockets.add(socket)
-      socket.on('close', () => this.sockets.delete(socket))
-      socket.on('error', () => socket.destroy())
-    }
-    client.on('close', () => upstream.destroy())
-    upstream.on('close', () => client.destroy())
     client.on('data', (chunk: Buffer) => {
       const fault = this.fault
       if (fault === undefined || !chunk.includes(COMMIT_MESSAGE)) {
@@ -73,17 +50,5 @@ export class CommitProxy {
     upstream.on('data', (chunk: Buffer) => {
       if (!answerLost) client.write(chunk)
     })
-  }
-
-  /** Refuses new connections and drops the open ones. */
-  async cut(): Promise<void> {
-    const server = this.server
-    this.server = undefined
-    for (const socket of this.sockets) socket.destroy()
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
-  }
-
-  async restore(): Promise<void> {
-    await this.start()
   }
 }

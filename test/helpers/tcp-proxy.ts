@@ -1,6 +1,6 @@
 import { createServer, connect, type Server, type Socket } from 'node:net'
 
-interface Pair {
+export interface Pair {
   client: Socket
   upstream: Socket
 }
@@ -45,7 +45,8 @@ export class CuttableProxy {
     if (address && typeof address === 'object') this.port = address.port
   }
 
-  private forward({ client, upstream }: Pair): void {
+  /** Carries the bytes both ways; a subclass may look at them on the way. */
+  protected forward({ client, upstream }: Pair): void {
     client.pipe(upstream)
     upstream.pipe(client)
   }

@@ -1,24 +1,20 @@
-import { spawn } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
 import { AUDIT_EVENTS } from '../../src/observability/audit.js'
 import { DEMO, DEMO_PASSWORD } from '../helpers/app.js'
 import { databaseUrl } from '../helpers/database-url.js'
 import { workerSchema } from '../helpers/database.js'
 import { useServerProcesses } from '../helpers/server-process.js'
+import { runProcess, type ProcessRun } from '../helpers/run-process.js'
 
 const processes = useServerProcesses()
 
 /** `npm run disable-user` (through tsx) on the database the service process used. */
-function disableUser(user: string, database: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/disable-user.ts', user], {
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...database },
-    stdio: ['ignore', 'pipe', 'pipe'],
+function disableUser(user: string, database: Record<string, string>): Promise<ProcessRun> {
+  return runProcess(process.execPath, ['--import', 'tsx', 'src/cli/disable-user.ts', user], {
+    PATH: process.env.PATH ?? '',
+    LOG_LEVEL: 'info',
+    ...database,
   })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => (stdout += String(chunk)))
-  child.stderr.on('data', (chunk: Buffer) => (stderr += String(chunk)))
-  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })))
 }
 
 describe('npm run disable-user (issues 19, 34: a user disabled revokes their families, audited; named as the logs name them)', () => {

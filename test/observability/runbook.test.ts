@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -9,6 +9,7 @@ import { DEMO } from '../../db/seed/ids.js'
 import { prometheusAvailable, RULES, startPrometheus, type PrometheusRun } from '../helpers/prometheus.js'
 import { BLOCKLIST } from '../topology/nginx.js'
 import { request, startTopology, topologyUnavailable, type Answer, type RequestOptions, type Topology } from '../topology/topology.js'
+import { runProcess, type ProcessRun } from '../helpers/run-process.js'
 
 // Issue 34: every step of docs/runbook.md is a command that works as written. Its blocks marked
 // `sh runnable` run here, in the runbook's order, against a fleet (nginx with deploy/nginx.conf over
@@ -71,21 +72,8 @@ gateway() { [ "$1" = nginx ] || { echo "gateway: only nginx here" >&2; return 2;
 `
 }
 
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-function bash(script: string, env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn('bash', ['-c', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += String(chunk)))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += String(chunk)))
-    child.on('exit', (code) => resolve({ code, stdout, stderr }))
-  })
+function bash(script: string, env: Record<string, string>): Promise<ProcessRun> {
+  return runProcess('bash', ['-c', script], { ...process.env, ...env }, 120_000)
 }
 
 describe('docs/runbook.md (issue 34)', () => {

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -8,6 +7,7 @@ import { DEMO_PASSWORD } from '../../db/seed/demo.js'
 import { DEMO } from '../../db/seed/ids.js'
 import { freePort } from '../helpers/ports.js'
 import { startServerProcess } from '../helpers/server-process.js'
+import { runProcess, type ProcessRun } from '../helpers/run-process.js'
 
 /**
  * The operators' commands (src/cli/) as real processes, as `npm run migrate|seed|confirmation-link`
@@ -15,33 +15,15 @@ import { startServerProcess } from '../helpers/server-process.js'
  * that names the cause and the fix, never a stack trace.
  */
 
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
+type Run = ProcessRun
 
 function runCommand(
   command: 'migrate' | 'seed' | 'unseed' | 'confirmation-link' | 'retention',
   args: string[],
   env: Record<string, string>,
 ): Promise<Run> {
-  const child = spawn(process.execPath, ['--import', 'tsx', `src/cli/${command}.ts`, ...args], {
-    // Nothing inherited but PATH: no DATABASE_URL, secrets or NODE_ENV from the test run.
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => (stdout += String(chunk)))
-  child.stderr.on('data', (chunk: Buffer) => (stderr += String(chunk)))
-  const killer = setTimeout(() => child.kill('SIGKILL'), 60_000)
-  return new Promise((resolve) =>
-    child.on('exit', (code) => {
-      clearTimeout(killer)
-      resolve({ code, stdout, stderr })
-    }),
-  )
+  // Nothing inherited but PATH: no DATABASE_URL, secrets or NODE_ENV from the test run.
+  return runProcess(process.execPath, ['--import', 'tsx', `src/cli/${command}.ts`, ...args], { PATH: process.env.PATH ?? '', ...env })
 }
 
 /** One line on stderr, and no stack trace. */

@@ -9,6 +9,7 @@ import { nodeVersionProblem as scriptNodeVersionProblem } from '../../scripts/re
 import { nodeVersionProblem } from '../../src/lib/node-version.js'
 import { freePort } from '../helpers/ports.js'
 import { useServerProcesses } from '../helpers/server-process.js'
+import { runProcess } from '../helpers/run-process.js'
 
 /**
  * A start that cannot work says why in one line and exits 1 (issue 29, item 9): a second process
@@ -124,18 +125,12 @@ async function npmOn(node: string, args: string[]): Promise<{ code: number | nul
   const bin = await mkdtemp(path.join(tmpdir(), 'old-node-'))
   await symlink(node, path.join(bin, 'node'))
   try {
-    const child = spawn('npm', args, {
-      env: { PATH: `${bin}:${process.env.PATH ?? ''}`, HOME: process.env.HOME ?? tmpdir(), METRICS_PORT: '0', PORT: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    return await runProcess('npm', args, {
+      PATH: `${bin}:${process.env.PATH ?? ''}`,
+      HOME: process.env.HOME ?? tmpdir(),
+      METRICS_PORT: '0',
+      PORT: '0',
     })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += String(chunk)))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += String(chunk)))
-    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000)
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
-    clearTimeout(killer)
-    return { code, stdout, stderr }
   } finally {
     await rm(bin, { recursive: true, force: true })
   }

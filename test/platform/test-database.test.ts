@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process'
 import pg from 'pg'
 import { describe, expect, it } from 'vitest'
 import { testDatabaseProblem } from '../global-setup.js'
 import { freePort } from '../helpers/ports.js'
+import { runProcess } from '../helpers/run-process.js'
 
 /** TEST_DATABASE_URL pointing at a server or database that is not there (issue 34, item 6). */
 
@@ -21,15 +21,10 @@ async function databaseExists(url: string, name: string): Promise<boolean> {
 describe('the test database (vitest globalSetup)', () => {
   it('a server that does not answer: one line naming it and the fix, before any test runs', async () => {
     const port = await freePort()
-    const child = spawn(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', 'test/lib/tax-id.test.ts'], {
-      env: { PATH: process.env.PATH ?? '', TEST_DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/absent` },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const { code, stdout, stderr } = await runProcess(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', 'test/lib/tax-id.test.ts'], {
+      PATH: process.env.PATH ?? '',
+      TEST_DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/absent`,
     })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += String(chunk)))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += String(chunk)))
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
     expect(code).toBe(1)
     expect(stderr.split('\n').filter(Boolean)).toEqual([
       `TEST_DATABASE_URL: cannot connect to PostgreSQL at 127.0.0.1:${port} (connection refused): start the server, ` +

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DEMO_PASSWORD, seedDemoData } from '../../db/seed/demo.js'
+import { DEMO_PASSWORD, seedDemoUnlessPresent } from '../../db/seed/demo.js'
 import { DEMO } from '../../db/seed/ids.js'
 import { createPostgresDatabase, migrateToLatest } from '../../src/db/database.js'
 import { cnpjCheckDigits } from '../../src/lib/tax-id.js'
@@ -68,6 +68,20 @@ interface Operation {
 
 const isRetryable = (answer: Answer | Error) =>
   answer instanceof Error || [429, 502, 503, 504].includes(answer.status) || (answer.status === 409 && answer.body.includes('idempotency_key_in_use'))
+
+/** Runs a set-up step again (up to 3 times) after the cluster has a primary behind the read-write address. */
+async function settled<T>(cluster: HaCluster, step: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await step()
+    } catch (error) {
+      if (attempt === 3) throw error
+      process.stderr.write(`failover: set-up step failed (${(error as Error).message}), again once the read-write address settles\n`)
+      await cluster.waitForPrimary()
+      await cluster.waitForReadWriteAddress({ timeoutMs: 30_000 })
+    }
+  }
+}
 
 describe.skipIf(unavailable !== undefined)('failover: the service on Patroni, etcd and HAProxy (deploy/ha/)', () => {
   let cluster: HaCluster
@@ -161,32 +175,46 @@ describe.skipIf(unavailable !== undefined)('failover: the service on Patroni, et
     const started = Date.now()
     cluster = await startHaCluster(3)
     const clusterMs = Date.now() - started
-    await cluster.sql('rw', `CREATE ROLE ${SERVICE_ROLE.user} LOGIN PASSWORD '${SERVICE_ROLE.password}'`)
-    await cluster.sql('rw', `CREATE DATABASE ${DATABASE} OWNER ${SERVICE_ROLE.user}`)
+    // Under load a leader can change right after start (a late etcd write): each step waits for the
+    // read-write address and runs again, so every one is written to be safe to repeat.
+    await settled(cluster, async () => {
+      const [role] = await cluster.sql('rw', 'SELECT 1 FROM pg_roles WHERE rolname = $1', [SERVICE_ROLE.user])
+      if (!role) await cluster.sql('rw', `CREATE ROLE ${SERVICE_ROLE.user} LOGIN PASSWORD '${SERVICE_ROLE.password}'`)
+      const [database] = await cluster.sql('rw', 'SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE])
+      if (!database) await cluster.sql('rw', `CREATE DATABASE ${DATABASE} OWNER ${SERVICE_ROLE.user}`)
+    })
     const url = cluster.url(DATABASE, SERVICE_ROLE)
-    // What `npm run migrate` and `npm run seed` do, through the read-write address.
-    const handle = createPostgresDatabase({ connectionString: url, poolSize: 1 })
-    try {
-      await migrateToLatest(handle.db)
-      await seedDemoData(handle.db)
-    } finally {
-      await handle.db.destroy()
-    }
-    await cluster.sql(
-      'rw',
-      `INSERT INTO companies (id, name, trade_name, tax_id)
-       SELECT md5('failover company ' || n)::uuid, 'Failover Seller ' || n, 'Seller ' || n, 'F' || lpad(n::text, 11, '0') || '00'
-         FROM generate_series(1, $1::int) AS n`,
-      [EXTRA_SELLERS],
-      DATABASE,
+    // What `npm run migrate` and `npm run seed` do, through the read-write address (the seed is one transaction).
+    await settled(cluster, async () => {
+      const handle = createPostgresDatabase({ connectionString: url, poolSize: 1 })
+      try {
+        await migrateToLatest(handle.db)
+        await seedDemoUnlessPresent(handle.db)
+      } finally {
+        await handle.db.destroy()
+      }
+    })
+    await settled(cluster, () =>
+      cluster.sql(
+        'rw',
+        `INSERT INTO companies (id, name, trade_name, tax_id)
+         SELECT md5('failover company ' || n)::uuid, 'Failover Seller ' || n, 'Seller ' || n, 'F' || lpad(n::text, 11, '0') || '00'
+           FROM generate_series(1, $1::int) AS n
+         ON CONFLICT DO NOTHING`,
+        [EXTRA_SELLERS],
+        DATABASE,
+      ),
     )
-    await cluster.sql(
-      'rw',
-      `INSERT INTO company_roles (id, company_id, role)
-       SELECT ('f0000000-0000-4000-8000-' || lpad(n::text, 12, '0'))::uuid, md5('failover company ' || n)::uuid, 'seller'
-         FROM generate_series(1, $1::int) AS n`,
-      [EXTRA_SELLERS],
-      DATABASE,
+    await settled(cluster, () =>
+      cluster.sql(
+        'rw',
+        `INSERT INTO company_roles (id, company_id, role)
+         SELECT ('f0000000-0000-4000-8000-' || lpad(n::text, 12, '0'))::uuid, md5('failover company ' || n)::uuid, 'seller'
+           FROM generate_series(1, $1::int) AS n
+         ON CONFLICT DO NOTHING`,
+        [EXTRA_SELLERS],
+        DATABASE,
+      ),
     )
     instances = await Promise.all([0, 1].map(() => startServerProcess({ ...INSTANCE_ENV, DATABASE_URL: url })))
     ports = instances.map((instance) => Number(new URL(instance.baseUrl).port))

@@ -167,7 +167,8 @@ describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgB
       for (const drain of drains) {
         expect(drain.exitCode).toBe(0)
         expect(drain.notReadyMs).toBeGreaterThanOrEqual(0)
-        expect(drain.notReadyMs).toBeLessThan(1_500)
+        // Not ready well before DRAIN_DELAY (3 s) ends and the listener closes, load or not.
+        expect(drain.notReadyMs).toBeLessThan(2_500)
         expect(drain.tookMs).toBeLessThan(15_000)
       }
       expect(Math.min(counts.read, counts.refresh, counts.upsert)).toBeGreaterThan(DRAINS * 5)

@@ -513,11 +513,21 @@ export async function startHaCluster(nodesOrCount: number | HaNodeOptions[] = 3)
       const before = await cluster.readWriteServers()
       // Every server's checks off and its state forced: HAProxy would otherwise take a server out of
       // maintenance as up until its checks say otherwise (2 s here), a standby included.
-      for (const server of before) {
-        await cluster.haproxy(`disable health primary/${server.name}`)
-        await cluster.haproxy(`set server primary/${server.name} health ${server.name === nodes[index]!.name ? 'up' : 'down'}`)
-        if (server.name !== nodes[index]!.name) await cluster.haproxy(`shutdown sessions server primary/${server.name}`)
+      const force = async () => {
+        for (const server of before) {
+          await cluster.haproxy(`disable health primary/${server.name}`)
+          await cluster.haproxy(`set server primary/${server.name} health ${server.name === nodes[index]!.name ? 'up' : 'down'}`)
+          if (server.name !== nodes[index]!.name) await cluster.haproxy(`shutdown sessions server primary/${server.name}`)
+        }
       }
+      await force()
+      // A check already in flight when its health was disabled still lands (up to `timeout check`,
+      // 2 s) and can undo the forced state: wait it out, force again, and verify.
+      await sleep(2_200)
+      await force()
+      const forced = (await cluster.readWriteServers()).filter((server) => server.up && !server.maintenance).map((server) => server.name)
+      if (forced.join() !== nodes[index]!.name)
+        throw new Error(`read-write address forced to ${nodes[index]!.name}, but up: ${forced.join() || 'none'}`)
       return async () => {
         // As they were, the checks on again to keep them so; the sessions on `index` cut.
         for (const server of before) {

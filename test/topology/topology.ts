@@ -150,8 +150,8 @@ export async function startTopology(
     async restart(index, beforeStop) {
       const port = ports[index]!
       const instance = instances[index]!
-      const signalled = Date.now()
       await beforeStop?.()
+      const signalled = Date.now()
       instance.child.kill('SIGTERM')
       let notReadyMs = -1
       while (Date.now() - signalled < 5_000) {
