@@ -53,8 +53,9 @@ export interface StreamingCluster {
   stop(): Promise<void>
 }
 
-function run(command: string, args: string[], asOwner = true): Promise<string> {
-  const user = asOwner ? owner() : undefined
+/** Runs a command as the servers' user to its end (killed after 60 s: a hung command fails, as test/helpers/run-process.ts does); its output. */
+function run(command: string, args: string[]): Promise<string> {
+  const user = owner()
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' },
@@ -64,9 +65,12 @@ function run(command: string, args: string[], asOwner = true): Promise<string> {
     let output = ''
     child.stdout.on('data', (chunk: Buffer) => (output += String(chunk)))
     child.stderr.on('data', (chunk: Buffer) => (output += String(chunk)))
-    child.on('exit', (code) =>
-      code === 0 ? resolve(output) : reject(new Error(`${path.basename(command)} ${args.join(' ')} exited ${code}:\n${output}`)),
-    )
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+    child.on('exit', (code) => {
+      clearTimeout(killer)
+      if (code === 0) resolve(output)
+      else reject(new Error(`${path.basename(command)} ${args.join(' ')} exited ${code}:\n${output}`))
+    })
   })
 }
 
