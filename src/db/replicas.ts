@@ -104,6 +104,12 @@ export class ReplicaSet {
     return { replica: undefined, reason: fresh ? 'own_write' : 'no_replica' }
   }
 
+  /** Whether any replica may take reads now (up and within the bound), before asking where the caller's writes stand. */
+  usable(): boolean {
+    const bound = this.options.maxLagMs / 1000
+    return this.replicas.some((replica) => replica.up && replica.lagSeconds <= bound)
+  }
+
   /** A read failed on `replica`: no more reads there until a poll finds it well. */
   failed(replica: Replica): void {
     if (!replica.up) return

@@ -49,6 +49,8 @@ export default fp(
     }
     app.decorate('reads', {
       async run(request, read, conclusive = () => true) {
+        // No replica to use: the primary, without a lookup of the caller's position.
+        if (!set.usable()) return onPrimary(read, 'no_replica')
         let after: bigint | undefined
         try {
           const userId = request.tokenClaims?.user_id
