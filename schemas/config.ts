@@ -17,6 +17,8 @@ export const EnvironmentSchema = Type.Object({
   DATABASE_PREPARED_STATEMENTS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
   DATABASE_CONNECT_TIMEOUT: Type.Optional(Duration),
   DATABASE_STATEMENT_TIMEOUT: Type.Optional(Duration),
+  DATABASE_REPLICA_URLS: Type.Optional(Type.String({ pattern: '^postgres(ql)?://[^,]+(,\\s*postgres(ql)?://[^,]+)*$' })),
+  DATABASE_REPLICA_MAX_LAG: Type.Optional(Duration),
   HANDLER_TIMEOUT: Type.Optional(Duration),
   DRAIN_DELAY: Type.Optional(Duration),
   SHUTDOWN_TIMEOUT: Type.Optional(Duration),

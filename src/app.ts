@@ -15,7 +15,9 @@ import { configurePasswordHashing, passwordHashQueueDepth } from './auth/passwor
 import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
 import { openDatabase, type OpenOptions } from './db/open.js'
-import type { DatabaseHandle } from './db/database.js'
+import { createPostgresDatabase, type DatabaseHandle } from './db/database.js'
+import { openReplicaSet } from './db/replicas.js'
+import { MemoryWritePositions, RedisWritePositions } from './db/write-positions.js'
 import { answerClientError, refuseVersionlessRequests } from './lib/client-errors.js'
 import { installStrictFormats } from './lib/formats.js'
 import { buildLazySerializers } from './lib/lazy-serializers.js'
@@ -32,6 +34,7 @@ import forwardedForCheck from './plugins/forwarded-for.js'
 import healthRoutes from './plugins/health.js'
 import requestDeadline from './plugins/request-deadline.js'
 import idempotencyPlugin from './idempotency/plugin.js'
+import readsPlugin, { type ReadsPluginOptions } from './plugins/reads.js'
 import jwksRoutes from './auth/jwks.js'
 import metricsPlugin from './plugins/metrics.js'
 import securityHeaders from './plugins/security-headers.js'
@@ -116,6 +119,45 @@ async function counterStore(app: FastifyInstance, config: Config, options: Build
   )
 }
 
+/**
+ * DATABASE_REPLICA_URLS: the replicas, polled for their lag, and where each caller's last write
+ * stands (Redis with REDIS_URL, shared by the fleet; else this instance's memory). Undefined
+ * without replicas, or on the embedded database.
+ */
+async function replicaReads(app: FastifyInstance, config: Config, database: DatabaseHandle): Promise<ReadsPluginOptions['replicas']> {
+  if (config.databaseReplicaUrls.length === 0 || database.kind !== 'postgres') return undefined
+  const open = (url: string) =>
+    createPostgresDatabase({
+      connectionString: url,
+      poolSize: config.databasePoolSize,
+      preparedStatements: config.databasePreparedStatements,
+      connectTimeoutMs: config.databaseConnectTimeoutMs,
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
+      onConfigurationError: (message) => app.log.error({ configurationError: true }, `database replica configuration error: ${message}`),
+    }).db
+  const set = openReplicaSet(database.db, config.databaseReplicaUrls, open, {
+    maxLagMs: config.databaseReplicaMaxLagMs,
+    // Once per outage: back-off spaces the polls of a replica that stays down.
+    onPollError: (replica, error) => {
+      if (replica.failures === 1) app.log.warn({ err: error, replica: replica.name }, 'replicas: a replica is down; its reads go elsewhere')
+    },
+  })
+  // Past the bound (and a few polls), every replica a read may use has replayed the position.
+  const ttlMs = config.databaseReplicaMaxLagMs + 10_000
+  if (!config.redisUrl) return { set, positions: new MemoryWritePositions(ttlMs), close: () => set.stop() }
+  const { Redis } = await import('ioredis')
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, commandTimeout: 500, connectTimeout: 2_000 })
+  redis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error (write positions)'))
+  return {
+    set,
+    positions: new RedisWritePositions(redis, ttlMs),
+    close: async () => {
+      await set.stop()
+      await redis.quit().catch(() => redis.disconnect())
+    },
+  }
+}
+
 /** Builds the whole service from a configuration; no globals, nothing listens yet. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, options)).withTypeProvider<TypeBoxTypeProvider>()
@@ -147,6 +189,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)
   await app.register(idempotencyPlugin)
+  // After idempotency: a write's position is read once its keyed transaction has committed.
+  await app.register(readsPlugin, { replicas: await replicaReads(app, config, database) })
   await app.register(presencePlugin)
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })

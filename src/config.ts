@@ -36,6 +36,10 @@ export interface Config {
   databaseConnectTimeoutMs: number
   /** Milliseconds a statement may take, measured by the service (works through a pooler) and sent as statement_timeout. */
   databaseStatementTimeoutMs: number
+  /** Streaming replicas the reads' tenancy statements run on (DATABASE_REPLICA_URLS; empty: every read on the primary). */
+  databaseReplicaUrls: string[]
+  /** Milliseconds of replay lag beyond which a replica is skipped until it catches up. */
+  databaseReplicaMaxLagMs: number
   /** Milliseconds a route's handling may take before the answer is 503 (0: no bound). */
   handlerTimeoutMs: number
   /** Shutdown: milliseconds of serving on (with Connection: close) after SIGTERM, and the bound of the whole shutdown. */
@@ -316,6 +320,17 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
   if (databaseConnectTimeoutMs === 0 || databaseStatementTimeoutMs === 0) {
     throw new ConfigError('DATABASE_CONNECT_TIMEOUT / DATABASE_STATEMENT_TIMEOUT: must be above 0 (a stalled database would hang requests)')
   }
+  const databaseReplicaUrls = (env.DATABASE_REPLICA_URLS ?? '')
+    .split(',')
+    .map((url) => url.trim())
+    .filter((url) => url !== '')
+  if (databaseReplicaUrls.length > 0 && env.DATABASE_URL === undefined) {
+    throw new ConfigError('DATABASE_REPLICA_URLS: needs DATABASE_URL (the primary); the embedded database has no replicas')
+  }
+  const databaseReplicaMaxLagMs = milliseconds(env.DATABASE_REPLICA_MAX_LAG, '5s')
+  if (databaseReplicaMaxLagMs < 1000) {
+    throw new ConfigError('DATABASE_REPLICA_MAX_LAG: must be at least 1s (lag is measured once a second)')
+  }
   const handlerTimeoutMs = milliseconds(env.HANDLER_TIMEOUT, '10s')
   // A login waiting for its burst past the handler's bound would be answered 503 instead of served:
   // the default stays a second below HANDLER_TIMEOUT, a value set above that is refused.
@@ -333,6 +348,8 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
     databasePreparedStatements: env.DATABASE_PREPARED_STATEMENTS !== 'false',
     databaseConnectTimeoutMs,
     databaseStatementTimeoutMs,
+    databaseReplicaUrls,
+    databaseReplicaMaxLagMs,
     handlerTimeoutMs,
     drain,
     pgliteDir: env.PGLITE_DIR ?? './data/pglite',

@@ -27,6 +27,13 @@ export interface PoolGauges {
   waitingCount: number
 }
 
+/** A replica as src/db/replicas.ts keeps it. */
+export interface ReplicaGauges {
+  readonly name: string
+  readonly up: boolean
+  readonly lagSeconds: number
+}
+
 type StatusClass = '1xx' | '2xx' | '3xx' | '4xx' | '5xx'
 const STATUS_CLASSES: readonly StatusClass[] = ['1xx', '2xx', '3xx', '4xx', '5xx']
 
@@ -179,6 +186,48 @@ export class ServiceMetrics {
       },
     })
     return (seconds) => this.poolAcquire.observe(seconds)
+  }
+
+  /**
+   * Where the reads' statements ran (DATABASE_REPLICA_URLS): `target` a replica's host:port or
+   * `primary`, `reason` why (replica; no_replica within the bound; own_write, the caller's write not
+   * yet replayed; no_position, the store of positions failed; fallback, the replica failed the read;
+   * confirm, a replica's "not found" checked on the primary). Absent without replicas.
+   */
+  replicaReads(replicas: readonly ReplicaGauges[]): (target: string, reason: string) => void {
+    const reads = new Counter({
+      name: 'db_reads_total',
+      help: "Reads' statements by target (a replica's host:port, or primary) and reason (replica, no_replica, own_write, no_position, fallback, confirm).",
+      labelNames: ['target', 'reason'] as const,
+      registers: [this.registry],
+    })
+    for (const reason of ['no_replica', 'own_write', 'no_position', 'fallback', 'confirm']) reads.labels('primary', reason).inc(0)
+    for (const replica of replicas) reads.labels(replica.name, 'replica').inc(0)
+    new Gauge({
+      name: 'db_replica_up',
+      help: 'Whether a replica answered its last poll as a streaming replica (1) or is down, promoted away or in back-off (0).',
+      labelNames: ['replica'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const replica of replicas) this.labels(replica.name).set(replica.up ? 1 : 0)
+      },
+    })
+    new Gauge({
+      name: 'db_replica_lag_seconds',
+      help: "A replica's staleness at its last poll: how long ago the primary was where the replica has replayed to (to a second).",
+      labelNames: ['replica'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const replica of replicas) this.labels(replica.name).set(replica.lagSeconds)
+      },
+    })
+    const bound = new Map<string, { inc(): void }>()
+    return (target, reason) => {
+      const key = `${target} ${reason}`
+      let child = bound.get(key)
+      if (!child) bound.set(key, (child = reads.labels(target, reason)))
+      child.inc()
+    }
   }
 
   /**

@@ -122,13 +122,24 @@ async function admit(app: FastifyInstance, request: FastifyRequest, tenancy: Ten
   if (tenancy.kind === 'company') {
     const key = scopedPrincipalKey(request)
     if (!tenancy.statement) return void admitMember(request, await findUserWithMembership(app.db, key), tenancy.requirement)
-    const { principal, data } = await tenancy.statement.run(app.db, key, request.params as object)
+    const statement = tenancy.statement
+    // A replica may not have replayed a new login's family or a new membership yet: the primary confirms a refusal.
+    const { principal, data } = await app.reads.run(
+      request,
+      (db) => statement.run(db, key, request.params as object),
+      (found) => found.principal?.membership !== undefined,
+    )
     admitMember(request, principal, tenancy.requirement)
     request.tenancyData = data
   } else {
     const key = principalKey(request)
     if (!tenancy.statement) return void admitUser(request, await findActiveUserForToken(app.db, key))
-    const { user, data } = await tenancy.statement.run(app.db, key, request.params as object)
+    const statement = tenancy.statement
+    const { user, data } = await app.reads.run(
+      request,
+      (db) => statement.run(db, key, request.params as object),
+      (found) => found.user !== undefined,
+    )
     admitUser(request, user)
     request.tenancyData = data
   }
@@ -138,7 +149,8 @@ async function admit(app: FastifyInstance, request: FastifyRequest, tenancy: Ten
  * The tenancy pipeline, the one door of every authenticated route. After the JWT hook
  * (src/auth/authentication.ts: the token's signature and claims, 401) and schema validation (400),
  * this preHandler admits the caller by the route's declaration (src/tenancy/routes.ts): a read runs
- * its one statement (principal, membership of `{company_role_id}` and the route's data); any other
+ * its one statement (principal, membership of `{company_role_id}` and the route's data), on a
+ * replica when one may answer (src/plugins/reads.ts); any other
  * route reads the principal, with the membership on a company route, in one query. 401 for an
  * inactive user or a revoked family, 404 for no active membership, 403 for the wrong kind of role
  * or a missing permission. At start, a route that could skip it is refused.

@@ -197,6 +197,11 @@ describe('the alert rules and the dashboard against a real scrape (issue 29)', (
       metrics.databasePool({ totalCount: 0, idleCount: 0, waitingCount: 0 })
       parseExposition(await metrics.registry.metrics(), exposition)
     }
+    // Without DATABASE_REPLICA_URLS the service exports no replica metrics: their names and labels
+    // come from the code that exports them (test/topology/replicas.test.ts scrapes them for real).
+    const withReplicas = new ServiceMetrics()
+    withReplicas.replicaReads([{ name: '10.0.0.12:5432', up: true, lagSeconds: 0 }])
+    parseExposition(await withReplicas.registry.metrics(), exposition)
 
     const rules = parseRules(await readFile(RULES, 'utf8'))
     const recorded = new Set(rules.flatMap((rule) => (rule.record ? [rule.record] : [])))

@@ -208,4 +208,15 @@ describe('database settings', () => {
     expect(loadConfig({ HANDLER_TIMEOUT: '3s' }).loginThrottle.burstWaitMs).toBe(2000)
     expect(loadConfig({}).loginThrottle.burstWaitMs).toBe(5000)
   })
+
+  it('reads replicas from DATABASE_REPLICA_URLS, none by default, only beside DATABASE_URL (issue 35)', () => {
+    expect(loadConfig({})).toMatchObject({ databaseReplicaUrls: [], databaseReplicaMaxLagMs: 5_000 })
+    const primary = { ...STRONG_ENV, DATABASE_URL: 'postgres://db/app' }
+    expect(
+      loadConfig({ ...primary, DATABASE_REPLICA_URLS: 'postgres://r1/app, postgresql://r2:5433/app', DATABASE_REPLICA_MAX_LAG: '2s' }),
+    ).toMatchObject({ databaseReplicaUrls: ['postgres://r1/app', 'postgresql://r2:5433/app'], databaseReplicaMaxLagMs: 2_000 })
+    expect(() => loadConfig({ DATABASE_REPLICA_URLS: 'postgres://r1/app' })).toThrowError('DATABASE_REPLICA_URLS: needs DATABASE_URL')
+    expect(() => loadConfig({ ...primary, DATABASE_REPLICA_URLS: 'mysql://r1/app' })).toThrowError('DATABASE_REPLICA_URLS')
+    expect(() => loadConfig({ ...primary, DATABASE_REPLICA_MAX_LAG: '500ms' })).toThrowError('DATABASE_REPLICA_MAX_LAG')
+  })
 })
