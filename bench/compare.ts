@@ -121,7 +121,7 @@ async function startVariants(options: Options): Promise<Measured[]> {
   for (const variant of options.variants) {
     servers.push(
       variant.ownSqlFloor
-        ? await startOwnSqlFloor(options.databaseUrl, 10)
+        ? await startOwnSqlFloor(options.databaseUrl, 10, variant.nodeArgs)
         : await startService({
             database,
             logLevel: 'info',

@@ -109,12 +109,12 @@ export async function startFloorServer(options: {
 }
 
 /** bench/own-sql-floor.ts (through tsx): each read route's own statement in a bare handler, issue 17. */
-export async function startOwnSqlFloor(databaseUrl: string, poolSize: number): Promise<RunningServer> {
+export async function startOwnSqlFloor(databaseUrl: string, poolSize: number, nodeArgs: string[] = []): Promise<RunningServer> {
   const port = await freePort()
   const spawnedAt = performance.now()
   const child = spawnNode({
     script: 'bench/own-sql-floor.ts',
-    nodeArgs: ['--import', 'tsx'],
+    nodeArgs: ['--import', 'tsx', ...nodeArgs],
     env: {
       PATH: process.env.PATH,
       NODE_ENV: 'production',
