@@ -109,7 +109,7 @@ export async function startFloorServer(options: {
 }
 
 /** bench/own-sql-floor.ts (through tsx): each read route's own statement in a bare handler, issue 17. */
-export async function startOwnSqlFloor(databaseUrl: string, poolSize: number, nodeArgs: string[] = []): Promise<RunningServer> {
+export async function startOwnSqlFloor(databaseUrl: string, poolSize: number, nodeArgs: string[] = [], root = REPO_ROOT): Promise<RunningServer> {
   const port = await freePort()
   const spawnedAt = performance.now()
   const child = spawnNode({
@@ -124,7 +124,7 @@ export async function startOwnSqlFloor(databaseUrl: string, poolSize: number, no
       DATABASE_POOL_SIZE: String(poolSize),
       JWT_SIGNING_KEY: BENCH_SECRETS.JWT_SIGNING_KEY,
     },
-    cwd: REPO_ROOT,
+    cwd: root,
   })
   const startTimes = await waitForServer(child, port, '/health/ready', spawnedAt)
   return { child, pid: child.pid!, baseUrl: `http://127.0.0.1:${port}`, startTimes }
