@@ -13,6 +13,7 @@
  * `floor=own-sql`, the read route's own statement in a bare handler (bench/own-sql-floor.ts).
  * See bench/README.md.
  */
+import { writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { databaseName, recreateBenchDatabase } from './database.js'
 import { runLoad, type LoadResult } from './load.js'
@@ -50,7 +51,8 @@ const HELP = `npm run bench:compare -- --variant 'label: token…' --variant …
   --duration S         seconds per run (default 3)
   --warmup S           seconds of unrecorded load per variant before the first round (default 3)
   --connections N      concurrent connections (default 10)
-  --database-url URL   bench database, dropped and re-created (default postgres://postgres@127.0.0.1:5432/bench)`
+  --database-url URL   bench database, dropped and re-created (default postgres://postgres@127.0.0.1:5432/bench)
+  --json FILE          also write every run's figures there (bench/results.ts makes its tables from it)`
 
 const say = (text: string): void => void process.stdout.write(`${text}\n`)
 
@@ -87,6 +89,7 @@ function parseOptions(argv: string[]) {
       warmup: { type: 'string', default: '3' },
       connections: { type: 'string', default: '10' },
       'database-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/bench' },
+      json: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   })
@@ -110,6 +113,7 @@ function parseOptions(argv: string[]) {
     warmup: Number(values.warmup),
     connections: Number(values.connections),
     databaseUrl: values['database-url'],
+    json: values.json,
   }
 }
 
@@ -121,7 +125,7 @@ async function startVariants(options: Options): Promise<Measured[]> {
   for (const variant of options.variants) {
     servers.push(
       variant.ownSqlFloor
-        ? await startOwnSqlFloor(options.databaseUrl, 10)
+        ? await startOwnSqlFloor(options.databaseUrl, 10, variant.nodeArgs, variant.root)
         : await startService({
             database,
             logLevel: 'info',
@@ -176,6 +180,27 @@ function report(measured: Measured[]): void {
   }
 }
 
+/** One variant on one scenario, every round in order: what bench/results.ts tabulates. */
+export interface ComparedRuns {
+  variant: string
+  scenario: string
+  ownSqlFloor: boolean
+  cpuMicrosPerRequest: number[]
+  requestsPerSecond: number[]
+  p50Ms: number[]
+  failed: number
+}
+
+const toJson = ({ variant, scenario, runs }: Measured): ComparedRuns => ({
+  variant: variant.label,
+  scenario: scenario.id,
+  ownSqlFloor: variant.ownSqlFloor,
+  cpuMicrosPerRequest: runs.map(cpuMicrosPerRequest),
+  requestsPerSecond: runs.map((run) => run.requestsPerSecond),
+  p50Ms: runs.map((run) => run.p50Ms),
+  failed: runs.reduce((sum, run) => sum + run.non2xx + run.errors, 0),
+})
+
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2))
   installCleanup()
@@ -204,6 +229,7 @@ async function main(): Promise<void> {
       }
     }
     report(measured)
+    if (options.json) writeFileSync(options.json, JSON.stringify(measured.map(toJson), null, 1))
   } finally {
     await stopAllChildren()
   }

@@ -12,7 +12,7 @@
 import fastifyJwt from '@fastify/jwt'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import { partnerPresenceRead } from '../src/company/chat/repository.js'
-import { sellerKycRead, toSellerKyc } from '../src/company/kyc/repository.js'
+import { sellerChecklistRead } from '../src/company/kyc/repository.js'
 import { createPostgresDatabase } from '../src/db/database.js'
 import { titleDocumentsRead } from '../src/marketplace/repository.js'
 import { PrincipalStatement, ScopedStatement } from '../src/tenancy/scoped-statement.js'
@@ -31,7 +31,7 @@ type Params = Record<string, string>
 
 const userCompanies = new PrincipalStatement(userCompaniesRead, USER_COMPANIES_ORDER)
 const partnerPresence = new ScopedStatement(partnerPresenceRead)
-const sellerKyc = new ScopedStatement(sellerKycRead)
+const sellerChecklist = new ScopedStatement(sellerChecklistRead)
 const titleDocuments = new ScopedStatement(titleDocumentsRead)
 
 /** The token's user and family, or a bare 401. */
@@ -68,9 +68,8 @@ app.get('/api/company/v1/:company_role_id/buyer/check-documents/:seller_id', asy
   const key = claims(request, reply)
   if (!key) return reply
   const params = request.params as Params
-  const { data } = await sellerKyc.run(db, { ...key, companyRoleId: params.company_role_id! }, params as never)
-  const kyc = toSellerKyc(data)
-  return kyc ? json(reply, JSON.stringify(kyc)) : reply.code(404).send()
+  const { data } = await sellerChecklist.run(db, { ...key, companyRoleId: params.company_role_id! }, params as never)
+  return data === undefined ? reply.code(404).send() : json(reply, data.body_json)
 })
 
 app.get('/api/v1/marketplace/:company_role_id/title/:title_id/documents', async (request, reply) => {

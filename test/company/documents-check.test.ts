@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { KYC_TYPES } from '../../src/vocabulary.js'
-import { utcToday } from '../../src/company/kyc/status.js'
+import { kycChecklist, utcToday } from '../../src/company/kyc/status.js'
 import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
 
@@ -146,6 +146,39 @@ describe('GET /api/company/v1/{company_role_id}/buyer/check-documents/{seller_id
     expect(statuses(body.documents).cnpj_card).toBe('approved')
     expect(statuses(body.documents).proof_of_address).toBe('expired')
     expect(body.complete).toBe(false)
+  })
+
+  // Route 7 builds its checklist in SQL, route 5 asks for what kycChecklist (status.ts) finds not approved: one rule, two forms.
+  it('answers what kycChecklist, the rule route 5 uses, finds from the latest documents', async () => {
+    const database = await db()
+    const retype = (
+      type: 'cnpj_card' | 'proof_of_address' | 'balance_sheet',
+      set: { status?: 'approved' | 'rejected'; valid_until?: string | null },
+    ) => database.updateTable('kyc_documents').set(set).where('company_id', '=', companies.delta).where('type', '=', type).execute()
+    await retype('cnpj_card', { valid_until: dayOffset(0) })
+    await retype('proof_of_address', { valid_until: dayOffset(-1) })
+    await retype('balance_sheet', { status: 'rejected', valid_until: dayOffset(-1) })
+    await database.deleteFrom('kyc_documents').where('company_id', '=', companies.delta).where('type', '=', 'income_statement').execute()
+    for (const [sellerId, companyId] of [
+      [roles.acmeSeller, companies.acme],
+      [roles.gammaSeller, companies.gamma],
+      [roles.deltaSeller, companies.delta],
+    ] as const) {
+      const stored = await database
+        .selectFrom('kyc_documents')
+        .select(['id', 'type', 'status', 'valid_until', 'updated_at'])
+        .where('company_id', '=', companyId)
+        .orderBy('updated_at', 'desc')
+        .execute()
+      const latest = KYC_TYPES.flatMap((type) => stored.filter((row) => row.type === type).slice(0, 1))
+      const expected = kycChecklist(
+        latest.map((row) => ({ ...row, updated_at: new Date(row.updated_at).toISOString() })),
+        utcToday(new Date()),
+      )
+      const body = (await check(sellerId)).json<{ complete: boolean; documents: Row[] }>()
+      expect(body.documents).toEqual(expected.documents)
+      expect(body.complete).toBe(expected.complete)
+    }
   })
 
   it("shows the caller's open solicitation, and only that one", async () => {

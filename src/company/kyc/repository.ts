@@ -1,9 +1,9 @@
-import type { Kysely } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import { jsonArrayFrom, jsonObjectFrom } from 'kysely/helpers/postgres'
 import { Precompiled } from '../../db/precompiled.js'
 import { isoTimestamp } from '../../db/sql-json.js'
 import type { Database, Db } from '../../../db/types.js'
-import type { KycType } from '../../vocabulary.js'
+import { KYC_TYPES, type KycType } from '../../vocabulary.js'
 import type { Scope } from '../../tenancy/scoped-statement.js'
 import type { LatestKycDocument } from './status.js'
 
@@ -77,7 +77,7 @@ interface SellerKycRow {
   documents: LatestKycDocument[] | null
 }
 
-export function toSellerKyc(row: SellerKycRow | undefined): SellerKyc | undefined {
+function toSellerKyc(row: SellerKycRow | undefined): SellerKyc | undefined {
   if (!row || row.name === null || row.tax_id === null) return undefined
   return { company: { name: row.name, tax_id: row.tax_id }, documents: row.documents ?? [], openSolicitation: row.open_solicitation }
 }
@@ -89,9 +89,68 @@ export async function loadSellerKyc(db: Db, buyerRoleId: string, sellerRoleId: s
   return toSellerKyc(await sellerKycStatement.first(db, { buyerRoleId, sellerRoleId }))
 }
 
-/** Route 7's data query: the seller's KYC as the buyer in `{company_role_id}` sees it (read with `toSellerKyc`). */
-export const sellerKycRead = (db: Kysely<Database>, scope: Scope<{ seller_id: string }>) =>
-  sellerKycRow(db, scope.companyRoleId, scope.params.seller_id)
+/** The required types in the order route 7 lists them, as SQL literals (the vocabulary is the one list). */
+const REQUIRED_TYPES = sql.join(KYC_TYPES.map((type) => sql.lit(type)))
+
+/**
+ * Route 7's whole answer as JSON text built by the database, sent as is (as route 9's): parsing the
+ * documents into objects, the checklist and its serialisation cost the service more CPU per request
+ * than the rest of the route beyond its SQL (issue 36). The latest document of each required type
+ * through the (company_id, type, updated_at DESC) index, and its status by kycChecklist's rule
+ * (./status.ts, which route 5 keeps): missing, expired (approved, valid_until before today, UTC),
+ * else its review status. test/company/documents-check.test.ts holds the two to the same answers.
+ */
+function sellerChecklistRow(db: Kysely<Database>, buyerRoleId: string, sellerRoleId: string) {
+  return db
+    .selectFrom('company_roles as seller')
+    .innerJoin('companies as seller_company', 'seller_company.id', 'seller.company_id')
+    .innerJoinLateral(
+      sql<{ documents: unknown; complete: boolean }>`(
+        SELECT json_agg(json_build_object('type', checked.type, 'status', checked.status, 'document_id', checked.id,
+                 'valid_until', checked.valid_until, 'updated_at', ${isoTimestamp(sql.ref('checked.updated_at'))}) ORDER BY checked.position) AS documents,
+               bool_and(checked.status = 'approved') AS complete
+        FROM (
+          SELECT required.type, required.position, latest.id, latest.valid_until, latest.updated_at,
+                 CASE WHEN latest.id IS NULL THEN 'missing'
+                      WHEN latest.status = 'approved' AND latest.valid_until < (now() AT TIME ZONE 'UTC')::date THEN 'expired'
+                      ELSE latest.status END AS status
+          FROM unnest(ARRAY[${REQUIRED_TYPES}]::text[]) WITH ORDINALITY AS required (type, position)
+          LEFT JOIN LATERAL (
+            SELECT id, status, valid_until, updated_at FROM kyc_documents
+            WHERE kyc_documents.company_id = seller_company.id AND kyc_documents.type = required.type
+            ORDER BY updated_at DESC, created_at DESC, id DESC
+            LIMIT 1
+          ) AS latest ON true
+        ) AS checked
+      )`.as('checklist'),
+      (join) => join.onTrue(),
+    )
+    .select((eb) =>
+      sql<string>`json_build_object(
+        'seller_id', seller.id,
+        'company', json_build_object('name', seller_company.name, 'tax_id', seller_company.tax_id),
+        'complete', checklist.complete,
+        'documents', checklist.documents,
+        'open_solicitation', ${eb
+          .selectFrom('document_solicitations as open')
+          .select((open) =>
+            sql<unknown>`json_build_object('id', open.id, 'document_types', open.document_types, 'due_date', open.due_date,
+              'created_at', ${isoTimestamp(open.ref('open.created_at'))})`.as('open_solicitation'),
+          )
+          .whereRef('open.seller_company_role_id', '=', 'seller.id')
+          .where('open.buyer_company_role_id', '=', buyerRoleId)
+          .where('open.status', '=', 'open')}
+      )::text`.as('body_json'),
+    )
+    .where('seller.id', '=', sellerRoleId)
+    .where('seller.role', '=', 'seller')
+    .where('seller.is_active', '=', true)
+    .where('seller_company.is_active', '=', true)
+}
+
+/** Route 7's data query: the seller's checklist as the buyer in `{company_role_id}` sees it, the answer's JSON text. */
+export const sellerChecklistRead = (db: Kysely<Database>, scope: Scope<{ seller_id: string }>) =>
+  sellerChecklistRow(db, scope.companyRoleId, scope.params.seller_id)
 
 export interface NewSolicitation {
   buyerRoleId: string
