@@ -61,6 +61,13 @@ export const IdempotencyProblems = {
     detail: 'This Idempotency-Key was already used with another request; use a new key.',
     when: 'The `Idempotency-Key` was used with another path or body within 24 h',
   },
+  replayExpired: {
+    status: 409,
+    code: 'idempotency_replay_expired',
+    detail:
+      'The request with this Idempotency-Key was done, and its answer, which holds a session, is replayed only for a few seconds: log in to start a new session.',
+    when: 'A retry with the same `Idempotency-Key` came after `REFRESH_REUSE_GRACE` (30 s): the account is confirmed, its tokens are not handed out again; log in',
+  },
 } as const satisfies Record<string, ProblemCase>
 
 export const IDEMPOTENCY_PROBLEMS: readonly ProblemCase[] = [IdempotencyProblems.inUse, IdempotencyProblems.reused]

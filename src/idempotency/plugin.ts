@@ -12,6 +12,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route honours `Idempotency-Key` (src/idempotency/); its schema declares the header (schemas/idempotency.ts). */
     idempotency?: boolean
+    /**
+     * Seconds a kept answer is replayed, when less than the key lives: route 10's holds a session,
+     * replayed only within the refresh grace (docs/decisions.md); later, 409 idempotency_replay_expired.
+     */
+    idempotencyReplayFor?: number
   }
   interface FastifyRequest {
     /** The key this request holds, with the transaction its work, and then its answer, commit in. */
@@ -38,6 +43,8 @@ const DETAILS = {
   inUse: 'A request with this Idempotency-Key is still being processed; retry shortly.',
   reused: 'This Idempotency-Key was already used with another request; use a new key.',
   notDone: 'The service is temporarily unavailable and nothing was done; try again shortly.',
+  replayExpired:
+    'The request with this Idempotency-Key was done, and its answer, which holds a session, is replayed only for a few seconds: log in to start a new session.',
   unknown:
     'The connection to the database was lost while this request was being committed; retry with the same Idempotency-Key to learn the outcome.',
 }
@@ -77,6 +84,8 @@ function problemText(request: FastifyRequest, reply: FastifyReply, status: numbe
 /** The kept answer of the key (with `Idempotent-Replayed`), or 422 when the key came with another request. */
 function keptAnswer(request: FastifyRequest, reply: FastifyReply, held: KeyedRequest, row: KeyRow): string {
   if (!held.fingerprint.equals(Buffer.from(row.fingerprint))) return problemText(request, reply, 422, 'idempotency_key_reused', DETAILS.reused)
+  const replayFor = request.routeOptions.config.idempotencyReplayFor
+  if (replayFor !== undefined && row.age > replayFor) return problemText(request, reply, 409, 'idempotency_replay_expired', DETAILS.replayExpired)
   const answer = openAnswer(held.key, held.scope, held.route, row.answer)
   request.problemCode = row.status >= 400 ? ((JSON.parse(answer.body) as { code?: string }).code ?? null) : null
   reply.removeHeader('location')

@@ -19,6 +19,8 @@ export interface KeyRow {
   fingerprint: Buffer | Uint8Array
   status: number
   answer: Buffer | Uint8Array
+  /** Seconds since the answer was kept, by the database's clock (a route may replay it for less than the key lives). */
+  age: number
 }
 
 /** How long a key and its answer are kept (docs/api.md); the retention command deletes older ones. */
@@ -42,8 +44,9 @@ export function keyLockId(name: KeyName): string {
 const lockStatement = new Precompiled((db, p: KeyName & { lockId: string }) =>
   rawStatement(
     db,
-    sql<{ locked: boolean; fingerprint: Uint8Array | null; status: number | null; answer: Uint8Array | null }>`
-      SELECT pg_try_advisory_xact_lock(${p.lockId}::int8) AS locked, k.fingerprint, k.status, k.answer
+    sql<{ locked: boolean; fingerprint: Uint8Array | null; status: number | null; answer: Uint8Array | null; age: number | null }>`
+      SELECT pg_try_advisory_xact_lock(${p.lockId}::int8) AS locked, k.fingerprint, k.status, k.answer,
+             extract(epoch FROM now() - k.created_at)::float8 AS age
         FROM (SELECT 1) AS one
         LEFT JOIN idempotency_keys AS k
           ON k.scope = ${p.scope} AND k.route = ${p.route} AND k.key_hash = ${p.keyHash}
@@ -52,7 +55,8 @@ const lockStatement = new Precompiled((db, p: KeyName & { lockId: string }) =>
 )
 
 /**
- * The answer, in the transaction of the work it answers. It replaces an expired row (retention has
+ * The answer, in the transaction of the work it answers, dated when it is written (not when the
+ * transaction began, before the work): its age is how long it has been replayable. It replaces an expired row (retention has
  * not deleted it yet), never a live one: no row back means another request's answer committed since
  * this one's lock statement read the key.
  */
@@ -60,10 +64,10 @@ const insertAnswerStatement = new Precompiled((db, p: Claim & { status: number; 
   rawStatement(
     db,
     sql<{ kept: number }>`
-      INSERT INTO idempotency_keys AS k (scope, route, key_hash, fingerprint, status, answer)
-      VALUES (${p.scope}, ${p.route}, ${p.keyHash}, ${p.fingerprint}, ${p.status}, ${p.answer})
+      INSERT INTO idempotency_keys AS k (scope, route, key_hash, fingerprint, status, answer, created_at)
+      VALUES (${p.scope}, ${p.route}, ${p.keyHash}, ${p.fingerprint}, ${p.status}, ${p.answer}, clock_timestamp())
       ON CONFLICT (scope, route, key_hash) DO UPDATE
-         SET fingerprint = excluded.fingerprint, status = excluded.status, answer = excluded.answer, created_at = now()
+         SET fingerprint = excluded.fingerprint, status = excluded.status, answer = excluded.answer, created_at = excluded.created_at
        WHERE k.created_at < now() - ${KEY_LIFETIME_SECONDS} * interval '1 second'
       RETURNING 1 AS kept`,
   ),
@@ -73,7 +77,7 @@ const findStatement = new Precompiled((db, p: KeyName) =>
   rawStatement(
     db,
     sql<KeyRow>`
-      SELECT fingerprint, status, answer
+      SELECT fingerprint, status, answer, extract(epoch FROM now() - created_at)::float8 AS age
         FROM idempotency_keys
        WHERE scope = ${p.scope} AND route = ${p.route} AND key_hash = ${p.keyHash}
          AND created_at >= now() - ${KEY_LIFETIME_SECONDS} * interval '1 second'`,
@@ -92,7 +96,7 @@ export async function lockKey(trx: Db, name: KeyName): Promise<LockedKey> {
   const found = await lockStatement.first(trx, { ...name, lockId: keyLockId(name) })
   const row =
     found?.fingerprint && found.status !== null && found.answer
-      ? { fingerprint: found.fingerprint, status: found.status, answer: found.answer }
+      ? { fingerprint: found.fingerprint, status: found.status, answer: found.answer, age: Number(found.age) }
       : undefined
   return { locked: found?.locked === true, row }
 }

@@ -314,7 +314,8 @@ export interface paths {
          *     `400 invalid_link`.
          *
          *     With `Idempotency-Key`, a retry after a lost answer gets the same `201` (the same tokens) instead of
-         *     `invalid_link`. No user is known before the link is checked, so a key belongs to the link (the path): the same key
+         *     `invalid_link`, within `REFRESH_REUSE_GRACE` (30 s) of the first answer: a session is never handed out again longer than a
+         *     spent refresh token gets its successor. Later, `409 idempotency_replay_expired`: the account is confirmed, log in. No user is known before the link is checked, so a key belongs to the link (the path): the same key
          *     with another link is another key. Only the `201` is kept: an `invalid_link` answer reserves nothing.
          */
         post: operations["confirmMigratedAccount"];
@@ -3074,6 +3075,7 @@ export interface operations {
             /**
              * @description Conflict:
              *     - `idempotency_key_in_use`: A request with the same `Idempotency-Key` is still running; retry after `Retry-After` seconds
+             *     - `idempotency_replay_expired`: A retry with the same `Idempotency-Key` came after `REFRESH_REUSE_GRACE` (30 s): the account is confirmed, its tokens are not handed out again; log in
              */
             409: {
                 headers: {
@@ -3089,7 +3091,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "idempotency_key_in_use";
+                        code: "idempotency_key_in_use" | "idempotency_replay_expired";
                     };
                 };
             };
