@@ -6,6 +6,7 @@ import { problem, problemBody } from '../lib/problem.js'
 import type { Database } from '../../db/types.js'
 import { outcomeOfLostCommit } from './commit.js'
 import { canonicalJson, fingerprint, keyHash, openAnswer, sealAnswer, sha256 } from './key.js'
+import type { KeyQuota, QuotaPlace } from './quota.js'
 import { findKey, insertAnswer, lockKey, type Claim, type KeyRow } from './repository.js'
 
 declare module 'fastify' {
@@ -32,6 +33,13 @@ interface KeyedRequest extends Claim {
 
 interface HeldKey extends KeyedRequest {
   trx: ControlledTransaction<Database>
+  /** Its place in the caller's quota of keys: counted once the answer is kept, else given back. */
+  place: QuotaPlace
+}
+
+export interface IdempotencyPluginOptions {
+  /** New keys per caller and window (src/idempotency/quota.ts). */
+  quota: KeyQuota
 }
 
 const HEADER = 'idempotency-key'
@@ -45,6 +53,8 @@ const DETAILS = {
   notDone: 'The service is temporarily unavailable and nothing was done; try again shortly.',
   replayExpired:
     'The request with this Idempotency-Key was done, and its answer, which holds a session, is replayed only for a few seconds: log in to start a new session.',
+  quota:
+    'Too many new Idempotency-Keys from this caller in this window; retry after Retry-After seconds (a retry of a key already used is always answered), or send the request without a key.',
   unknown:
     'The connection to the database was lost while this request was being committed; retry with the same Idempotency-Key to learn the outcome.',
 }
@@ -71,6 +81,12 @@ function keyedRequest(request: FastifyRequest, key: string): KeyedRequest {
     fingerprint: fingerprint(key, { method: request.method, route, params: request.params, body: request.body }),
     successOnly: request.routeOptions.config.public === true,
   }
+}
+
+/** The 429 of the key quota, with the whole seconds until a new key is taken again as Retry-After. */
+function throttledKeys(waitMs: number): Error {
+  const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
+  return problem(429, 'throttled', DETAILS.quota, { headers: { 'retry-after': String(retryAfter) } })
 }
 
 /** A problem answer written from a hook (the error handler is not there to write it). */
@@ -102,7 +118,7 @@ function keptAnswer(request: FastifyRequest, reply: FastifyReply, held: KeyedReq
  * so there is never a key claimed without its answer, and a request that dies leaves nothing.
  */
 export default fp(
-  async function idempotencyPlugin(app: FastifyInstance) {
+  async function idempotencyPlugin(app: FastifyInstance, { quota }: IdempotencyPluginOptions) {
     app.decorateRequest('idempotency', null)
 
     const unavailable = (request: FastifyRequest, reply: FastifyReply, error: unknown, detail: string): string => {
@@ -133,7 +149,13 @@ export default fp(
         throw error
       }
       if (locked.locked && !locked.row) {
-        request.idempotency = { ...keyed, trx }
+        // Only a new key counts against the caller's quota: a replay or a refusal stores nothing.
+        const taken = await quota.take(keyed.scope)
+        if (!taken.granted) {
+          void rollBack(request, trx)
+          throw throttledKeys(taken.waitMs)
+        }
+        request.idempotency = { ...keyed, trx, place: taken.place }
         request.transaction = trx
         return undefined
       }
@@ -169,6 +191,17 @@ export default fp(
       if (!held) return payload
       request.idempotency = null
       request.transaction = null
+      let kept = false
+      try {
+        const answer = await commitHeld(request, reply, held, payload, () => (kept = true))
+        return answer
+      } finally {
+        await (kept ? held.place.kept() : held.place.returned())
+      }
+    }
+
+    /** commitAnswer's work; `keep()` when this request's answer (hence its key) is, or may be, kept. */
+    async function commitHeld(request: FastifyRequest, reply: FastifyReply, held: HeldKey, payload: unknown, keep: () => void): Promise<unknown> {
       const status = reply.statusCode
       if (status >= 500) {
         // Not waited for: a handler past HANDLER_TIMEOUT may still hold the connection, and its
@@ -205,6 +238,7 @@ export default fp(
       }
       try {
         await held.trx.commit().execute()
+        keep()
         return payload
       } catch (error) {
         // Kysely releases the connection on rollback only.
@@ -214,6 +248,8 @@ export default fp(
         const outcome = await outcomeOfLostCommit(app.db, held)
         request.log.warn({ err: error, outcome: outcome.kind }, 'idempotency: the COMMIT got no answer')
         if (outcome.kind === 'not_committed') return unavailable(request, reply, error, DETAILS.notDone)
+        // May have been kept: counted, so that the quota never undercounts the table.
+        keep()
         if (outcome.kind === 'unknown') return unavailable(request, reply, error, DETAILS.unknown)
         // Its own answer (the sealed bytes carry a random IV), or the one a retry committed after it.
         return sealed.equals(Buffer.from(outcome.row.answer)) ? payload : keptAnswer(request, reply, held, outcome.row)
@@ -227,7 +263,7 @@ export default fp(
       request.idempotency = null
       request.transaction = null
       request.log.error({ route: held.route }, 'idempotency: a keyed request ended without its answer; rolled back')
-      await rollBack(request, held.trx)
+      await Promise.all([rollBack(request, held.trx), held.place.returned()])
     }
 
     app.addHook('onRoute', (route: RouteOptions) => {
