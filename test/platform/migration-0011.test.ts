@@ -23,7 +23,7 @@ beforeAll(async () => {
     INSERT INTO idempotency_keys (scope, route, key_hash, fingerprint, status, answer)
     VALUES ('user:a', 'POST /x', '\\x01', '\\x01', NULL, NULL),
            ('user:a', 'POST /x', '\\x02', '\\x02', 201, '\\x02')`.execute(handle.db)
-  const { error: upgradeError } = await migrator().migrateToLatest()
+  const { error: upgradeError } = await migrator().migrateTo('0011_idempotency_answer_with_work')
   if (upgradeError) throw upgradeError
 }, 30_000)
 
