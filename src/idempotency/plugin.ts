@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ControlledTransaction } from 'kysely'
-import { isDatabaseUnavailable } from '../db/errors.js'
+import { CommitNotReplicated, isDatabaseUnavailable } from '../db/errors.js'
 import { problem, problemBody } from '../lib/problem.js'
 import type { Database } from '../../db/types.js'
 import { outcomeOfLostCommit } from './commit.js'
@@ -55,6 +55,8 @@ const DETAILS = {
     'The request with this Idempotency-Key was done, and its answer, which holds a session, is replayed only for a few seconds: log in to start a new session.',
   quota:
     'Too many new Idempotency-Keys from this caller in this window; retry after Retry-After seconds (a retry of a key already used is always answered), or send the request without a key.',
+  notReplicated:
+    'This request may have been applied: the database committed it but could not confirm it on its standby. Retry with the same Idempotency-Key to learn the outcome.',
   unknown:
     'The connection to the database was lost while this request was being committed; retry with the same Idempotency-Key to learn the outcome.',
 }
@@ -243,6 +245,11 @@ export default fp(
       } catch (error) {
         // Kysely releases the connection on rollback only.
         await rollBack(request, held.trx)
+        // Committed on the primary, not confirmed by its synchronous standby: kept, but not durable.
+        if (error instanceof CommitNotReplicated) {
+          keep()
+          return unavailable(request, reply, error, DETAILS.notReplicated)
+        }
         // The server refused the COMMIT: nothing was committed. A lost connection: find out.
         if (!isDatabaseUnavailable(error)) return unavailable(request, reply, error, DETAILS.notDone)
         const outcome = await outcomeOfLostCommit(app.db, held)
