@@ -235,9 +235,9 @@ export interface WebhookDeliveriesTable {
 
 /** The first answer to an `Idempotency-Key` (migration 0009, src/idempotency/). */
 export interface IdempotencyKeysTable {
-  scope: string
-  route: string
-  key_hash: Buffer | Uint8Array
+  /** SHA-256 of (scope, route, SHA-256 of the key): src/idempotency/repository.ts's keyId (migration 0013). */
+  key_id: Buffer | Uint8Array
+  /** 16 bytes of the request's HMAC under the key. */
   fingerprint: Buffer | Uint8Array
   /** Written with the work it answers, in its transaction (migration 0010). */
   status: number

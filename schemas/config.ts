@@ -52,6 +52,8 @@ export const EnvironmentSchema = Type.Object({
   LOGIN_FAILURE_WINDOW: Type.Optional(Duration),
   LOGIN_BURST_WAIT: Type.Optional(Duration),
   LOGIN_FAMILIAR_TTL: Type.Optional(Duration),
+  IDEMPOTENCY_KEYS_PER_CALLER: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,7}$' })),
+  IDEMPOTENCY_KEY_WINDOW: Type.Optional(Duration),
   LOGIN_FAILURE_MIN_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
   PASSWORD_HASH_QUEUE_PER_THREAD: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$' })),
   REQUEST_TIMEOUT: Type.Optional(Duration),

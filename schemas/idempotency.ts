@@ -20,7 +20,8 @@ export const IDEMPOTENCY_DESCRIPTION = [
   '`Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per',
   'operation. Answers 500 and 503 are not kept: nothing was done, and the retry runs (a 503 whose `detail` says',
   'the outcome is unknown may have been done: the retry then replays it). Without the header the route behaves',
-  'as it always did.',
+  'as it always did. A caller has at most `IDEMPOTENCY_KEYS_PER_CALLER` (10,000) new keys kept per `IDEMPOTENCY_KEY_WINDOW` (1 h);',
+  'beyond, a new key is `429 throttled` with `Retry-After`.',
 ].join(' ')
 
 export const IdempotencyHeaders = Type.Object({
@@ -61,6 +62,20 @@ export const IdempotencyProblems = {
     detail: 'This Idempotency-Key was already used with another request; use a new key.',
     when: 'The `Idempotency-Key` was used with another path or body within 24 h',
   },
+  quota: {
+    status: 429,
+    code: 'throttled',
+    detail:
+      'Too many new Idempotency-Keys from this caller in this window; retry after Retry-After seconds (a retry of a key already used is always answered), or send the request without a key.',
+    when: "The caller (the token's user; route 10: the link) has had `IDEMPOTENCY_KEYS_PER_CALLER` (10,000) new keys kept within `IDEMPOTENCY_KEY_WINDOW` (1 h); `Retry-After` is the rest of the window. A retry of a key already used is still answered",
+  },
+  replayExpired: {
+    status: 409,
+    code: 'idempotency_replay_expired',
+    detail:
+      'The request with this Idempotency-Key was done, and its answer, which holds a session, is replayed only for a few seconds: log in to start a new session.',
+    when: 'A retry with the same `Idempotency-Key` came after `REFRESH_REUSE_GRACE` (30 s): the account is confirmed, its tokens are not handed out again; log in',
+  },
 } as const satisfies Record<string, ProblemCase>
 
-export const IDEMPOTENCY_PROBLEMS: readonly ProblemCase[] = [IdempotencyProblems.inUse, IdempotencyProblems.reused]
+export const IDEMPOTENCY_PROBLEMS: readonly ProblemCase[] = [IdempotencyProblems.inUse, IdempotencyProblems.reused, IdempotencyProblems.quota]

@@ -28,6 +28,7 @@ export const PROBLEM_CODES = {
   tax_id_immutable: 409,
   duplicate_customer: 409,
   idempotency_key_in_use: 409,
+  idempotency_replay_expired: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   idempotency_key_reused: 422,

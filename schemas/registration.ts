@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { SessionUser, TokenPairResponse } from './auth.js'
 import { OPTIONAL_BODY } from './common.js'
 import { DEMO_TOKENS, MARIA } from './examples.js'
-import { IDEMPOTENCY_PROBLEMS, IdempotencyHeaders, replayable } from './idempotency.js'
+import { IDEMPOTENCY_PROBLEMS, IdempotencyHeaders, IdempotencyProblems, replayable } from './idempotency.js'
 import { invalid, Problems, routeResponses, tokenResponse, when, withExample, withExamples } from './responses.js'
 
 /** Not constrained here: every malformed link must be the same `invalid_link`, not a validation error. */
@@ -47,7 +47,8 @@ export const confirmMigrationRouteSchema = {
     '`400 invalid_link`.',
     '',
     'With `Idempotency-Key`, a retry after a lost answer gets the same `201` (the same tokens) instead of',
-    '`invalid_link`. No user is known before the link is checked, so a key belongs to the link (the path): the same key',
+    '`invalid_link`, within `REFRESH_REUSE_GRACE` (30 s) of the first answer: a session is never handed out again longer than a',
+    'spent refresh token gets its successor. Later, `409 idempotency_replay_expired`: the account is confirmed, log in. No user is known before the link is checked, so a key belongs to the link (the path): the same key',
     'with another link is another key. Only the `201` is kept: an `invalid_link` answer reserves nothing.',
   ].join('\n'),
   params: ConfirmMigrationParams,
@@ -77,6 +78,7 @@ export const confirmMigrationRouteSchema = {
       Problems.payloadTooLarge,
       Problems.unsupportedMediaType,
       ...IDEMPOTENCY_PROBLEMS,
+      IdempotencyProblems.replayExpired,
     ],
   ),
 }

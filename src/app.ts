@@ -34,6 +34,7 @@ import forwardedForCheck from './plugins/forwarded-for.js'
 import healthRoutes from './plugins/health.js'
 import requestDeadline from './plugins/request-deadline.js'
 import idempotencyPlugin from './idempotency/plugin.js'
+import { KeyQuota } from './idempotency/quota.js'
 import readsPlugin, { type ReadsPluginOptions } from './plugins/reads.js'
 import jwksRoutes from './auth/jwks.js'
 import metricsPlugin from './plugins/metrics.js'
@@ -188,15 +189,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(docsPlugin, { publicBaseUrl: config.publicBaseUrl })
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)
-  await app.register(idempotencyPlugin)
+  const counters = await counterStore(app, config, options)
+  // Its own connections (Redis's subscription to releases), given or not.
+  app.addHook('onClose', () => counters.close())
+  await app.register(idempotencyPlugin, { quota: new KeyQuota(counters, config.idempotencyKeyQuota, app.log) })
   // After idempotency: a write's position is read once its keyed transaction has committed.
   await app.register(readsPlugin, { replicas: await replicaReads(app, config, database) })
   await app.register(presencePlugin)
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
-  const counters = await counterStore(app, config, options)
-  // Its own connections (Redis's subscription to releases), given or not.
-  app.addHook('onClose', () => counters.close())
   // Keyed by the signing key, which every instance shares: a new key forgets the familiar places.
   const placesKey = familiarPlacesKey(config.jwt.algorithm === 'HS256' ? config.jwt.secret : config.jwt.privateKey)
   const places = new FamiliarPlaces(counters, placesKey, config.loginFamiliarTtl * 1000)

@@ -72,6 +72,8 @@ export interface Config {
   http: { requestTimeout: number; keepAliveTimeout: number; connectionTimeout: number }
   /** burstWaitMs: how long a login waits for the attempts in flight that hold a limit, before 429. */
   loginThrottle: { perClient: number; perAccount: number; perAddress: number; windowSeconds: number; burstWaitMs: number }
+  /** New Idempotency-Keys a caller (user, or route 10's link) may have kept per window; beyond, 429. */
+  idempotencyKeyQuota: { perCaller: number; windowSeconds: number }
   /** Seconds a place (/24, /64) stays familiar to an account after a login from it; 0: no familiar places. */
   loginFamiliarTtl: number
   /** A failed login is answered no sooner than this many ms after it began, whatever the stored hash. */
@@ -95,6 +97,13 @@ export const DEMO_SECRETS = {
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
+}
+
+/** The window must hold at least a second: the counters' windows are whole milliseconds from their first key. */
+function idempotencyKeyQuotaOf(env: Environment): Config['idempotencyKeyQuota'] {
+  const windowSeconds = parseDuration(env.IDEMPOTENCY_KEY_WINDOW ?? '1h')
+  if (windowSeconds < 1) throw new ConfigError('IDEMPOTENCY_KEY_WINDOW: must be at least 1s')
+  return { perCaller: Number(env.IDEMPOTENCY_KEYS_PER_CALLER ?? 10_000), windowSeconds }
 }
 
 /** Demo data is public logins: production loads it only when ALLOW_DEMO_DATA=true says a demo is meant. */
@@ -388,6 +397,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
       burstWaitMs: loginBurstWaitMs,
     },
     loginFamiliarTtl: parseDuration(env.LOGIN_FAMILIAR_TTL ?? '30d'),
+    idempotencyKeyQuota: idempotencyKeyQuotaOf(env),
     loginFailureMinMs: Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
     passwordHashQueuePerThread: Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),
     helperThreadNiceness: Number(env.HELPER_THREAD_NICENESS ?? 10),

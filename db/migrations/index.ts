@@ -11,6 +11,7 @@ import * as idempotencyKeys from './0009_idempotency_keys.js'
 import * as productionMark from './0010_production_mark.js'
 import * as idempotencyAnswerWithWork from './0011_idempotency_answer_with_work.js'
 import * as solicitationDocumentTypes from './0012_solicitation_document_types.js'
+import * as idempotencyKeysCompact from './0013_idempotency_keys_compact.js'
 
 /**
  * Migrations are imported, not read from a folder, so that the compiled service and the tests
@@ -29,6 +30,7 @@ export const migrations: Record<string, Migration> = {
   '0010_production_mark': productionMark,
   '0011_idempotency_answer_with_work': idempotencyAnswerWithWork,
   '0012_solicitation_document_types': solicitationDocumentTypes,
+  '0013_idempotency_keys_compact': idempotencyKeysCompact,
 }
 
 export const migrationProvider: MigrationProvider = {

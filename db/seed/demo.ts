@@ -397,8 +397,8 @@ export async function removeDemoData(db: Kysely<Database>): Promise<RemovedDemoD
       sql`DELETE FROM kyc_documents WHERE company_id IN (${companies})`,
       sql`DELETE FROM bank_accounts WHERE company_id IN (${companies})`,
       sql`DELETE FROM memberships WHERE user_id IN (${users}) OR company_role_id IN (${roles})`,
+      // Idempotency keys name no user (a digest, migration 0013): the demo users' go with retention, within 24 h.
       sql`DELETE FROM token_families WHERE user_id IN (${users})`,
-      sql`DELETE FROM idempotency_keys WHERE scope IN (${users})`,
       sql`DELETE FROM company_roles WHERE company_id IN (${companies})`,
     ]) {
       await statement.execute(trx)

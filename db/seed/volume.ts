@@ -311,10 +311,9 @@ export function volumeSteps(factor: number): VolumeStep[] {
       'idempotency_keys',
       c.idempotencyKeys,
       (a, b) => `
-      INSERT INTO idempotency_keys (scope, route, key_hash, fingerprint, status, answer, created_at)
-      SELECT 'user:' || ${user(`(n % ${c.users} + 1)`)}, 'POST /api/company/v1/:company_role_id/customers/:id',
-             sha256(convert_to('vk:' || n, 'UTF8')), sha256(convert_to('vf:' || n, 'UTF8')), 201,
-             convert_to(repeat('x', 300), 'UTF8'), now() - n * (interval '2 days' / ${c.idempotencyKeys})
+      INSERT INTO idempotency_keys (key_id, fingerprint, status, answer, created_at)
+      SELECT sha256(convert_to('vk:' || n, 'UTF8')), substring(sha256(convert_to('vf:' || n, 'UTF8')) FROM 1 FOR 16), 201,
+             convert_to(repeat('x', 220), 'UTF8'), now() - n * (interval '2 days' / ${c.idempotencyKeys})
         FROM generate_series(${a}, ${b}) AS n`,
     ),
   ]

@@ -20,6 +20,15 @@ export class DatabaseReadOnly extends Error {
   override name = 'DatabaseReadOnly'
 }
 
+/**
+ * A COMMIT the server answered with the warning "canceling wait for synchronous replication" (the
+ * wait was cancelled): committed on the primary but not confirmed by a synchronous standby, so lost
+ * if the primary fails now. Neither a durable success nor "nothing happened": 503, may have been applied.
+ */
+export class CommitNotReplicated extends Error {
+  override name = 'CommitNotReplicated'
+}
+
 /** SQLSTATE classes and socket errors that mean "the database cannot be reached right now". */
 // 57014: statement_timeout cancelled the statement on the server (the service cancels nothing itself).
 // 25P03, 25P04: the server ended a transaction left idle, or too long, and the connection with it.
@@ -46,7 +55,7 @@ export function isDatabaseReadOnly(error: unknown): boolean {
 
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false
-  if (error instanceof DatabaseTimeout || error instanceof DatabaseConfigurationError) return true
+  if (error instanceof DatabaseTimeout || error instanceof DatabaseConfigurationError || error instanceof CommitNotReplicated) return true
   if (isDatabaseReadOnly(error)) return true
   const code = (error as { code?: unknown }).code
   if (typeof code === 'string') {

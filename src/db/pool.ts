@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { sql, type Kysely, type PostgresPool, type PostgresPoolClient } from 'kysely'
 import pg from 'pg'
-import { DatabaseConfigurationError, DatabaseReadOnly, DatabaseTimeout, isDatabaseReadOnly } from './errors.js'
+import { CommitNotReplicated, DatabaseConfigurationError, DatabaseReadOnly, DatabaseTimeout, isDatabaseReadOnly } from './errors.js'
 import { currentWriteLedger, type WriteLedger } from './write-ledger.js'
 
 /** Statements worth naming: the application's DML, not DDL or session commands. */
@@ -26,6 +26,9 @@ function mayWrite(text: string): boolean {
   if (READ.test(text)) return false
   return !/^\s*with\b/i.test(text) || WRITE_IN_CTE.test(text)
 }
+
+/** PostgreSQL's warning when a commit's wait for its synchronous standby is cancelled (src/db/errors.ts). */
+const SYNC_REP_CANCELLED = /canceling (the )?wait for synchronous replication/i
 
 /** An error the server answered while the connection lived on: the statement (or COMMIT) did nothing. */
 function refusedByServer(error: unknown): boolean {
@@ -316,7 +319,14 @@ export class ServicePool implements PostgresPool {
       if (mayCommit) ledger?.commitSent()
       const name = this.nameOf(text)
       const values = parameters ? [...parameters] : []
+      // A commit whose wait for the synchronous standby was cancelled answers success with a warning.
+      let unreplicated: string | undefined
+      const onNotice = (notice: { message?: string | undefined }) => {
+        if (SYNC_REP_CANCELLED.test(notice.message ?? '')) unreplicated = notice.message
+      }
+      if (mayCommit) client.on('notice', onNotice)
       const pending = name ? client.query({ name, text, values }) : client.query(text, values)
+      if (mayCommit) void pending.finally(() => client.off('notice', onNotice)).catch(() => undefined)
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
           broken = new DatabaseTimeout(timeoutMs)
@@ -325,6 +335,8 @@ export class ServicePool implements PostgresPool {
         pending.then(
           (result) => {
             clearTimeout(timer)
+            // Committed on the primary only: the ledger keeps it as "may have committed".
+            if (unreplicated !== undefined) return reject(new CommitNotReplicated(unreplicated))
             // BEGIN and its SET LOCALs answer one result each: Kysely reads BEGIN's.
             resolve(Array.isArray(result) ? result[0] : result)
           },

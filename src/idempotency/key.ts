@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto'
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
 
 /**
  * What the table holds of a key (src/idempotency/repository.ts): the key is the client's secret for
@@ -22,11 +23,15 @@ export const sha256 = (text: string): Buffer => createHash('sha256').update(text
 
 export const keyHash = (key: string): Buffer => sha256(`idempotency-key\0${key}`)
 
+/** Bytes of the HMAC kept (migration 0013): 128 bits, as much as telling two requests apart needs. */
+const FINGERPRINT_BYTES = 16
+
 /** The request as the route read it: method, route, path parameters and the validated body. */
 export function fingerprint(key: string, request: { method: string; route: string; params: unknown; body: unknown }): Buffer {
   return createHmac('sha256', key)
     .update(canonicalJson([request.method, request.route, request.params ?? {}, request.body ?? null]))
     .digest()
+    .subarray(0, FINGERPRINT_BYTES)
 }
 
 /** The answer a retry replays: status, the headers that describe the body, and the body. */
@@ -42,11 +47,33 @@ const TAG_BYTES = 16
 const answerKey = (key: string, scope: string, route: string): Buffer =>
   Buffer.from(hkdfSync('sha256', key, `${scope}\0${route}`, 'idempotency answer', 32))
 
-/** AES-256-GCM under a key only the client's key derives: IV, tag, then the ciphertext. */
+/**
+ * The plain text of an answer since migration 0013: this byte, then the media type, the location and
+ * the body, each ended by a newline but the last (no header value holds one), raw-deflated. Before
+ * it, the answer was JSON, whose first byte is `{`.
+ */
+const COMPACT = 0x01
+
+function compact(answer: KeptAnswer): Buffer {
+  const text = `${answer.contentType ?? ''}\n${answer.location ?? ''}\n${answer.body}`
+  return Buffer.concat([Buffer.of(COMPACT), deflateRawSync(text)])
+}
+
+function expand(plain: Buffer): KeptAnswer {
+  if (plain[0] !== COMPACT) return JSON.parse(plain.toString('utf8')) as KeptAnswer
+  const text = inflateRawSync(plain.subarray(1)).toString('utf8')
+  const afterType = text.indexOf('\n')
+  const afterLocation = text.indexOf('\n', afterType + 1)
+  const contentType = text.slice(0, afterType)
+  const location = text.slice(afterType + 1, afterLocation)
+  return { contentType: contentType || undefined, location: location || undefined, body: text.slice(afterLocation + 1) }
+}
+
+/** AES-256-GCM under a key only the client's key derives: IV, tag, then the ciphertext of the compacted answer. */
 export function sealAnswer(key: string, scope: string, route: string, answer: KeptAnswer): Buffer {
   const iv = randomBytes(IV_BYTES)
   const cipher = createCipheriv('aes-256-gcm', answerKey(key, scope, route), iv)
-  const text = Buffer.concat([cipher.update(JSON.stringify(answer), 'utf8'), cipher.final()])
+  const text = Buffer.concat([cipher.update(compact(answer)), cipher.final()])
   return Buffer.concat([iv, cipher.getAuthTag(), text])
 }
 
@@ -54,6 +81,5 @@ export function openAnswer(key: string, scope: string, route: string, sealed: Ui
   const bytes = Buffer.from(sealed)
   const decipher = createDecipheriv('aes-256-gcm', answerKey(key, scope, route), bytes.subarray(0, IV_BYTES))
   decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES))
-  const text = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()])
-  return JSON.parse(text.toString('utf8')) as KeptAnswer
+  return expand(Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]))
 }

@@ -1,17 +1,23 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ControlledTransaction } from 'kysely'
-import { isDatabaseUnavailable } from '../db/errors.js'
+import { CommitNotReplicated, isDatabaseUnavailable } from '../db/errors.js'
 import { problem, problemBody } from '../lib/problem.js'
 import type { Database } from '../../db/types.js'
 import { outcomeOfLostCommit } from './commit.js'
 import { canonicalJson, fingerprint, keyHash, openAnswer, sealAnswer, sha256 } from './key.js'
+import type { KeyQuota, QuotaPlace } from './quota.js'
 import { findKey, insertAnswer, lockKey, type Claim, type KeyRow } from './repository.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route honours `Idempotency-Key` (src/idempotency/); its schema declares the header (schemas/idempotency.ts). */
     idempotency?: boolean
+    /**
+     * Seconds a kept answer is replayed, when less than the key lives: route 10's holds a session,
+     * replayed only within the refresh grace (docs/decisions.md); later, 409 idempotency_replay_expired.
+     */
+    idempotencyReplayFor?: number
   }
   interface FastifyRequest {
     /** The key this request holds, with the transaction its work, and then its answer, commit in. */
@@ -27,6 +33,13 @@ interface KeyedRequest extends Claim {
 
 interface HeldKey extends KeyedRequest {
   trx: ControlledTransaction<Database>
+  /** Its place in the caller's quota of keys: counted once the answer is kept, else given back. */
+  place: QuotaPlace
+}
+
+export interface IdempotencyPluginOptions {
+  /** New keys per caller and window (src/idempotency/quota.ts). */
+  quota: KeyQuota
 }
 
 const HEADER = 'idempotency-key'
@@ -38,6 +51,12 @@ const DETAILS = {
   inUse: 'A request with this Idempotency-Key is still being processed; retry shortly.',
   reused: 'This Idempotency-Key was already used with another request; use a new key.',
   notDone: 'The service is temporarily unavailable and nothing was done; try again shortly.',
+  replayExpired:
+    'The request with this Idempotency-Key was done, and its answer, which holds a session, is replayed only for a few seconds: log in to start a new session.',
+  quota:
+    'Too many new Idempotency-Keys from this caller in this window; retry after Retry-After seconds (a retry of a key already used is always answered), or send the request without a key.',
+  notReplicated:
+    'This request may have been applied: the database committed it but could not confirm it on its standby. Retry with the same Idempotency-Key to learn the outcome.',
   unknown:
     'The connection to the database was lost while this request was being committed; retry with the same Idempotency-Key to learn the outcome.',
 }
@@ -66,6 +85,12 @@ function keyedRequest(request: FastifyRequest, key: string): KeyedRequest {
   }
 }
 
+/** The 429 of the key quota, with the whole seconds until a new key is taken again as Retry-After. */
+function throttledKeys(waitMs: number): Error {
+  const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
+  return problem(429, 'throttled', DETAILS.quota, { headers: { 'retry-after': String(retryAfter) } })
+}
+
 /** A problem answer written from a hook (the error handler is not there to write it). */
 function problemText(request: FastifyRequest, reply: FastifyReply, status: number, code: string, detail: string): string {
   request.problemCode = code
@@ -77,6 +102,8 @@ function problemText(request: FastifyRequest, reply: FastifyReply, status: numbe
 /** The kept answer of the key (with `Idempotent-Replayed`), or 422 when the key came with another request. */
 function keptAnswer(request: FastifyRequest, reply: FastifyReply, held: KeyedRequest, row: KeyRow): string {
   if (!held.fingerprint.equals(Buffer.from(row.fingerprint))) return problemText(request, reply, 422, 'idempotency_key_reused', DETAILS.reused)
+  const replayFor = request.routeOptions.config.idempotencyReplayFor
+  if (replayFor !== undefined && row.age > replayFor) return problemText(request, reply, 409, 'idempotency_replay_expired', DETAILS.replayExpired)
   const answer = openAnswer(held.key, held.scope, held.route, row.answer)
   request.problemCode = row.status >= 400 ? ((JSON.parse(answer.body) as { code?: string }).code ?? null) : null
   reply.removeHeader('location')
@@ -93,7 +120,7 @@ function keptAnswer(request: FastifyRequest, reply: FastifyReply, held: KeyedReq
  * so there is never a key claimed without its answer, and a request that dies leaves nothing.
  */
 export default fp(
-  async function idempotencyPlugin(app: FastifyInstance) {
+  async function idempotencyPlugin(app: FastifyInstance, { quota }: IdempotencyPluginOptions) {
     app.decorateRequest('idempotency', null)
 
     const unavailable = (request: FastifyRequest, reply: FastifyReply, error: unknown, detail: string): string => {
@@ -124,7 +151,13 @@ export default fp(
         throw error
       }
       if (locked.locked && !locked.row) {
-        request.idempotency = { ...keyed, trx }
+        // Only a new key counts against the caller's quota: a replay or a refusal stores nothing.
+        const taken = await quota.take(keyed.scope)
+        if (!taken.granted) {
+          void rollBack(request, trx)
+          throw throttledKeys(taken.waitMs)
+        }
+        request.idempotency = { ...keyed, trx, place: taken.place }
         request.transaction = trx
         return undefined
       }
@@ -160,6 +193,17 @@ export default fp(
       if (!held) return payload
       request.idempotency = null
       request.transaction = null
+      let kept = false
+      try {
+        const answer = await commitHeld(request, reply, held, payload, () => (kept = true))
+        return answer
+      } finally {
+        await (kept ? held.place.kept() : held.place.returned())
+      }
+    }
+
+    /** commitAnswer's work; `keep()` when this request's answer (hence its key) is, or may be, kept. */
+    async function commitHeld(request: FastifyRequest, reply: FastifyReply, held: HeldKey, payload: unknown, keep: () => void): Promise<unknown> {
       const status = reply.statusCode
       if (status >= 500) {
         // Not waited for: a handler past HANDLER_TIMEOUT may still hold the connection, and its
@@ -196,15 +240,23 @@ export default fp(
       }
       try {
         await held.trx.commit().execute()
+        keep()
         return payload
       } catch (error) {
         // Kysely releases the connection on rollback only.
         await rollBack(request, held.trx)
+        // Committed on the primary, not confirmed by its synchronous standby: kept, but not durable.
+        if (error instanceof CommitNotReplicated) {
+          keep()
+          return unavailable(request, reply, error, DETAILS.notReplicated)
+        }
         // The server refused the COMMIT: nothing was committed. A lost connection: find out.
         if (!isDatabaseUnavailable(error)) return unavailable(request, reply, error, DETAILS.notDone)
         const outcome = await outcomeOfLostCommit(app.db, held)
         request.log.warn({ err: error, outcome: outcome.kind }, 'idempotency: the COMMIT got no answer')
         if (outcome.kind === 'not_committed') return unavailable(request, reply, error, DETAILS.notDone)
+        // May have been kept: counted, so that the quota never undercounts the table.
+        keep()
         if (outcome.kind === 'unknown') return unavailable(request, reply, error, DETAILS.unknown)
         // Its own answer (the sealed bytes carry a random IV), or the one a retry committed after it.
         return sealed.equals(Buffer.from(outcome.row.answer)) ? payload : keptAnswer(request, reply, held, outcome.row)
@@ -218,7 +270,7 @@ export default fp(
       request.idempotency = null
       request.transaction = null
       request.log.error({ route: held.route }, 'idempotency: a keyed request ended without its answer; rolled back')
-      await rollBack(request, held.trx)
+      await Promise.all([rollBack(request, held.trx), held.place.returned()])
     }
 
     app.addHook('onRoute', (route: RouteOptions) => {

@@ -32,7 +32,12 @@ const registrationRoutes: FastifyPluginAsyncTypebox<RegistrationPluginOptions> =
 
   app.post(
     '/confirm-migration-account/:uidb64/:token',
-    { schema: confirmMigrationRouteSchema, config: { public: true, idempotency: true }, preValidation: emptyBodyAsObject },
+    {
+      schema: confirmMigrationRouteSchema,
+      // Its answer holds a session: replayed no longer than a spent refresh token's successor is (docs/retries.md).
+      config: { public: true, idempotency: true, idempotencyReplayFor: config.refreshReuseGrace },
+      preValidation: emptyBodyAsObject,
+    },
     async (request, reply) => {
       const { user, tokens } = await confirmMigratedAccount(request.db, app.tokens, config, request.params, request.body.password)
       // Confirming starts the account's first session: a login for the audit trail.

@@ -8,11 +8,13 @@ import { openPostgres, workerSchema } from './database.js'
 /**
  * For a migration's upgrade test: a database of its own (a schema on PostgreSQL, another in-memory
  * PGlite) migrated to `before`, given the rows of that layout by `arrange`, then migrated to the
- * latest, so that the worker's shared database stays at the latest version throughout.
+ * latest (or `after`), so that the worker's shared database stays at the latest version throughout.
  */
 export function useDatabaseUpgradedFrom(
   before: string,
   arrange: (db: Kysely<Database>) => Promise<void>,
+  /** The version to upgrade to, when a later migration changes what the test reads. */
+  after?: string,
 ): { readonly handle: DatabaseHandle; migrator(): Migrator } {
   const schema = `${workerSchema()}_from_${before.slice(0, 4)}`
   const url = process.env.TEST_DATABASE_URL
@@ -24,7 +26,7 @@ export function useDatabaseUpgradedFrom(
     const { error } = await migrator(handle.db).migrateTo(before)
     if (error) throw error
     await arrange(handle.db)
-    const { error: upgradeError } = await migrator(handle.db).migrateToLatest()
+    const { error: upgradeError } = await (after ? migrator(handle.db).migrateTo(after) : migrator(handle.db).migrateToLatest())
     if (upgradeError) throw upgradeError
   }, 30_000)
 

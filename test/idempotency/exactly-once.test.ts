@@ -4,7 +4,7 @@ import pg from 'pg'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { createPostgresDatabase, type DatabaseHandle } from '../../src/db/database.js'
 import { fingerprint, keyHash, sealAnswer } from '../../src/idempotency/key.js'
-import { keyLockId } from '../../src/idempotency/repository.js'
+import { keyId, keyLockId } from '../../src/idempotency/repository.js'
 import { buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf } from '../helpers/app.js'
 import { CommitProxy } from '../helpers/commit-proxy.js'
 import { databaseUrl } from '../helpers/database-url.js'
@@ -144,9 +144,7 @@ describe.skipIf(!serverUrl)('Idempotency-Key: exactly once when connections fail
         await testDb
           .insertInto('idempotency_keys')
           .values({
-            scope,
-            route: CUSTOMER_ROUTE,
-            key_hash: keyHash(key),
+            key_id: keyId({ scope, route: CUSTOMER_ROUTE, keyHash: keyHash(key) }),
             fingerprint: fingerprint(key, {
               method: 'POST',
               route: CUSTOMER_ROUTE,

@@ -9,6 +9,19 @@ export const newKey = (): string => randomUUID()
 export const solicitationUrl = (sellerId: string = DEMO.roles.acmeSeller, roleId: string = DEMO.roles.betaBuyer) =>
   `/api/company/v1/${roleId}/document-solicitation/${sellerId}`
 
+/** A valid CNPJ from a number: its 12 digits and the two check digits. */
+export function cnpj(n: number): string {
+  const digits = String(n).padStart(12, '0').split('').map(Number)
+  for (const weights of [
+    [5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2],
+    [6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2],
+  ]) {
+    const rest = weights.reduce((sum, weight, index) => sum + weight * digits[index]!, 0) % 11
+    digits.push(rest < 2 ? 0 : 11 - rest)
+  }
+  return digits.join('')
+}
+
 export const customerUrl = (id: string, roleId: string = DEMO.roles.acmeSeller) => `/api/company/v1/${roleId}/customers/${id}`
 
 /** A POST with a bearer token and, when given, an Idempotency-Key. */
@@ -33,8 +46,9 @@ export async function openSolicitations(sellerId: string = DEMO.roles.acmeSeller
   return rows.length
 }
 
-export async function keptKeys(): Promise<Array<{ scope: string; route: string; status: number | null }>> {
-  return (await db()).selectFrom('idempotency_keys').select(['scope', 'route', 'status']).execute()
+/** The kept keys' statuses: a row names its key by a digest only (migration 0013). */
+export async function keptKeys(): Promise<Array<{ status: number }>> {
+  return (await db()).selectFrom('idempotency_keys').select(['status']).execute()
 }
 
 /** Each answer as `status[ replay][ code]`, for assertions that print the whole set. */

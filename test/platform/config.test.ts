@@ -220,3 +220,15 @@ describe('database settings', () => {
     expect(() => loadConfig({ ...primary, DATABASE_REPLICA_MAX_LAG: '500ms' })).toThrowError('DATABASE_REPLICA_MAX_LAG')
   })
 })
+
+describe('the Idempotency-Key quota (issue 33, item 9)', () => {
+  it('defaults to 10,000 new keys per caller per hour, takes both variables, and refuses a window under a second', () => {
+    expect(loadConfig({}).idempotencyKeyQuota).toEqual({ perCaller: 10_000, windowSeconds: 3600 })
+    expect(loadConfig({ IDEMPOTENCY_KEYS_PER_CALLER: '50', IDEMPOTENCY_KEY_WINDOW: '10m' }).idempotencyKeyQuota).toEqual({
+      perCaller: 50,
+      windowSeconds: 600,
+    })
+    expect(() => loadConfig({ IDEMPOTENCY_KEY_WINDOW: '500ms' })).toThrowError(/^IDEMPOTENCY_KEY_WINDOW: must be at least 1s/)
+    expect(() => loadConfig({ IDEMPOTENCY_KEYS_PER_CALLER: '0' })).toThrowError(/IDEMPOTENCY_KEYS_PER_CALLER/)
+  })
+})

@@ -1,6 +1,5 @@
 import { sql } from 'kysely'
 import { describe, expect, it } from 'vitest'
-import { keyHash } from '../../src/idempotency/key.js'
 import { runRetention, type RetentionOptions } from '../../src/retention/retention.js'
 import { DEMO, DEMO_PASSWORD, bearer, obtainTokens, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
@@ -77,10 +76,12 @@ describe('retention (npm run retention)', () => {
       })
     expect((await solicit('young', DEMO.roles.acmeSeller)).statusCode).toBe(201)
     expect((await solicit('old', DEMO.roles.gammaSeller)).statusCode).toBe(201)
-    await sql`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key_hash = ${keyHash('old')}`.execute(await db())
+    // The newer of bob's two keys is the young one: the other is made old.
+    await sql`UPDATE idempotency_keys SET created_at = now() - interval '25 hours'
+               WHERE created_at = (SELECT max(created_at) FROM idempotency_keys)`.execute(await db())
     await sql`
-      INSERT INTO idempotency_keys (scope, route, key_hash, fingerprint, status, answer, created_at)
-      SELECT 'user:' || n, 'POST /old', sha256(n::text::bytea), sha256(n::text::bytea), 201, sha256(n::text::bytea), now() - interval '2 days'
+      INSERT INTO idempotency_keys (key_id, fingerprint, status, answer, created_at)
+      SELECT sha256(n::text::bytea), sha256(n::text::bytea), 201, sha256(n::text::bytea), now() - interval '2 days'
         FROM generate_series(1, 4) AS n`.execute(await db())
     const lines: string[] = []
     const report = await runRetention(await db(), OPTIONS, (line) => lines.push(line))

@@ -314,7 +314,8 @@ export interface paths {
          *     `400 invalid_link`.
          *
          *     With `Idempotency-Key`, a retry after a lost answer gets the same `201` (the same tokens) instead of
-         *     `invalid_link`. No user is known before the link is checked, so a key belongs to the link (the path): the same key
+         *     `invalid_link`, within `REFRESH_REUSE_GRACE` (30 s) of the first answer: a session is never handed out again longer than a
+         *     spent refresh token gets its successor. Later, `409 idempotency_replay_expired`: the account is confirmed, log in. No user is known before the link is checked, so a key belongs to the link (the path): the same key
          *     with another link is another key. Only the `201` is kept: an `invalid_link` answer reserves nothing.
          */
         post: operations["confirmMigratedAccount"];
@@ -1521,7 +1522,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: nothing was done, and the retry runs (a 503 whose `detail` says the outcome is unknown may have been done: the retry then replays it). Without the header the route behaves as it always did.
+                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: nothing was done, and the retry runs (a 503 whose `detail` says the outcome is unknown may have been done: the retry then replays it). Without the header the route behaves as it always did. A caller has at most `IDEMPOTENCY_KEYS_PER_CALLER` (10,000) new keys kept per `IDEMPOTENCY_KEY_WINDOW` (1 h); beyond, a new key is `429 throttled` with `Retry-After`.
                  * @example 5f2c7d8e-4b1a-4c3e-9f60-2d7a1b8c9e01
                  */
                 "Idempotency-Key"?: string;
@@ -1792,6 +1793,28 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "idempotency_key_reused";
+                    };
+                };
+            };
+            /**
+             * @description Too Many Requests:
+             *     - `throttled`: The caller (the token's user; route 10: the link) has had `IDEMPOTENCY_KEYS_PER_CALLER` (10,000) new keys kept within `IDEMPOTENCY_KEY_WINDOW` (1 h); `Retry-After` is the rest of the window. A retry of a key already used is still answered
+             */
+            429: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    /** @description Seconds until a new attempt may succeed */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "throttled";
                     };
                 };
             };
@@ -2195,7 +2218,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: nothing was done, and the retry runs (a 503 whose `detail` says the outcome is unknown may have been done: the retry then replays it). Without the header the route behaves as it always did.
+                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: nothing was done, and the retry runs (a 503 whose `detail` says the outcome is unknown may have been done: the retry then replays it). Without the header the route behaves as it always did. A caller has at most `IDEMPOTENCY_KEYS_PER_CALLER` (10,000) new keys kept per `IDEMPOTENCY_KEY_WINDOW` (1 h); beyond, a new key is `429 throttled` with `Retry-After`.
                  * @example 5f2c7d8e-4b1a-4c3e-9f60-2d7a1b8c9e01
                  */
                 "Idempotency-Key"?: string;
@@ -2460,6 +2483,28 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "idempotency_key_reused";
+                    };
+                };
+            };
+            /**
+             * @description Too Many Requests:
+             *     - `throttled`: The caller (the token's user; route 10: the link) has had `IDEMPOTENCY_KEYS_PER_CALLER` (10,000) new keys kept within `IDEMPOTENCY_KEY_WINDOW` (1 h); `Retry-After` is the rest of the window. A retry of a key already used is still answered
+             */
+            429: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    /** @description Seconds until a new attempt may succeed */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "throttled";
                     };
                 };
             };
@@ -2965,7 +3010,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: nothing was done, and the retry runs (a 503 whose `detail` says the outcome is unknown may have been done: the retry then replays it). Without the header the route behaves as it always did.
+                 * @description Makes a retry safe: the first request with a key runs and its answer (status and body) is kept 24 h per caller, route and key; a retry with the same key and the same request (path and body) gets that answer again, with `Idempotent-Replayed: true`, and runs nothing. The same key with another path or body is `422 idempotency_key_reused`; while the first request still runs, `409 idempotency_key_in_use` with `Retry-After`. 1 to 255 printable ASCII characters without spaces (else `400 invalid`); use a new UUID per operation. Answers 500 and 503 are not kept: nothing was done, and the retry runs (a 503 whose `detail` says the outcome is unknown may have been done: the retry then replays it). Without the header the route behaves as it always did. A caller has at most `IDEMPOTENCY_KEYS_PER_CALLER` (10,000) new keys kept per `IDEMPOTENCY_KEY_WINDOW` (1 h); beyond, a new key is `429 throttled` with `Retry-After`.
                  * @example 5f2c7d8e-4b1a-4c3e-9f60-2d7a1b8c9e01
                  */
                 "Idempotency-Key"?: string;
@@ -3074,6 +3119,7 @@ export interface operations {
             /**
              * @description Conflict:
              *     - `idempotency_key_in_use`: A request with the same `Idempotency-Key` is still running; retry after `Retry-After` seconds
+             *     - `idempotency_replay_expired`: A retry with the same `Idempotency-Key` came after `REFRESH_REUSE_GRACE` (30 s): the account is confirmed, its tokens are not handed out again; log in
              */
             409: {
                 headers: {
@@ -3089,7 +3135,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "idempotency_key_in_use";
+                        code: "idempotency_key_in_use" | "idempotency_replay_expired";
                     };
                 };
             };
@@ -3150,6 +3196,28 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "idempotency_key_reused";
+                    };
+                };
+            };
+            /**
+             * @description Too Many Requests:
+             *     - `throttled`: The caller (the token's user; route 10: the link) has had `IDEMPOTENCY_KEYS_PER_CALLER` (10,000) new keys kept within `IDEMPOTENCY_KEY_WINDOW` (1 h); `Retry-After` is the rest of the window. A retry of a key already used is still answered
+             */
+            429: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    /** @description Seconds until a new attempt may succeed */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "throttled";
                     };
                 };
             };

@@ -1,0 +1,53 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { describe, expect, it } from 'vitest'
+import { DEMO, problemOf, useTestApp, type Tokens } from '../helpers/app.js'
+import { isReplay, newKey, post } from '../idempotency/helpers.js'
+import { linkFor, tokenFamilies } from './links.js'
+
+/** A short refresh grace, waited for in real time: route 10's replays are bounded by it (issue 33 item 4). */
+const GRACE_MS = 2500
+const context = useTestApp({ REFRESH_REUSE_GRACE: `${GRACE_MS}ms` })
+
+const confirm = (url: string, key: string) => post(context.app, url, undefined, { password: 'a new long passphrase' }, key)
+const refresh = (token: string) => context.app.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh: token } })
+
+describe('route 10 replays a session only within the refresh grace (issue 33 item 4)', () => {
+  it('replays the same 201 to the retry of a lost answer, seconds later', async () => {
+    const url = await linkFor('maria@legacy.example')
+    const key = newKey()
+    const first = await confirm(url, key)
+    expect(first.statusCode).toBe(201)
+    const retry = await confirm(url, key)
+    expect([retry.statusCode, isReplay(retry), retry.body]).toEqual([201, true, first.body])
+    expect(await tokenFamilies(DEMO.users.maria)).toBe(1)
+  })
+
+  it('answers a replay after the grace with 409 idempotency_replay_expired, without tokens, even after the link is spent', async () => {
+    const url = await linkFor('maria@legacy.example')
+    const key = newKey()
+    expect((await confirm(url, key)).statusCode).toBe(201)
+    await sleep(GRACE_MS + 200)
+    const late = await confirm(url, key)
+    const body = problemOf(late, 409, 'idempotency_replay_expired')
+    expect(body.detail).toMatch(/log in/)
+    expect(late.body).not.toMatch(/"(access|refresh)"/)
+    expect(late.headers['cache-control']).toBe('no-store')
+    expect(await tokenFamilies(DEMO.users.maria)).toBe(1)
+  })
+
+  it("never lets the replayed tokens produce a live session past the grace of the owner's refresh", async () => {
+    const url = await linkFor('maria@legacy.example')
+    const key = newKey()
+    const owner = (await confirm(url, key)).json<Tokens>()
+    // The owner refreshes at once; a replay within the grace gets the first pair, as a lost answer's retry would.
+    const successor = await refresh(owner.refresh)
+    expect(successor.statusCode).toBe(200)
+    const replayed = (await confirm(url, key)).json<Tokens>()
+    expect(replayed.refresh).toBe(owner.refresh)
+    await sleep(GRACE_MS + 200)
+    // Past the grace: no replay, and the replayed refresh token is a reuse that ends the family.
+    problemOf(await confirm(url, key), 409, 'idempotency_replay_expired')
+    expect((await refresh(replayed.refresh)).statusCode).toBe(401)
+    expect((await refresh(successor.json<Tokens>().refresh)).statusCode).toBe(401)
+  })
+})

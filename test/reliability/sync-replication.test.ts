@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto'
+import type { FastifyInstance } from 'fastify'
+import { sql } from 'kysely'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { seedDemoData } from '../../db/seed/demo.js'
+import { startSession } from '../../src/auth/sessions.js'
+import { createPostgresDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db/database.js'
+import { buildTestApp, DEMO, problemOf } from '../helpers/app.js'
+import { openPostgres, workerSchema } from '../helpers/database.js'
+import { cnpj, customerUrl, isReplay, newKey, post } from '../idempotency/helpers.js'
+
+/**
+ * A COMMIT whose wait for the synchronous standby is cancelled (issue 33): PostgreSQL answers it
+ * with the warning "canceling wait for synchronous replication" after committing locally. It must
+ * be a 503 "may have been applied", never a durable success nor "nothing happened".
+ *
+ * Needs a server of its own (TEST_SYNC_REP_URL): `synchronous_standby_names` naming a standby that
+ * never connects, so that every synchronous commit waits, and `synchronous_commit=local` by default
+ * for the set-up; the service's connections ask for `on`. For example, as the postgres user:
+ *   initdb -D /tmp/syncpg -U postgres --auth=trust && pg_ctl -D /tmp/syncpg -o "-p 55433 -k /tmp
+ *     -c synchronous_standby_names=nobody -c synchronous_commit=local" start
+ *   TEST_SYNC_REP_URL=postgres://postgres@127.0.0.1:55433/postgres npx vitest run test/reliability/sync-replication.test.ts
+ */
+const url = process.env.TEST_SYNC_REP_URL
+const schema = `${workerSchema()}_syncrep`
+
+describe.skipIf(!url)('a commit not confirmed by the synchronous standby (issue 33)', () => {
+  let admin: DatabaseHandle
+  let app: FastifyInstance
+  let access: string
+
+  beforeAll(async () => {
+    admin = await openPostgres(url!, schema, 2)
+    await migrateToLatest(admin.db, schema)
+    await seedDemoData(admin.db)
+    const service = new URL(url!)
+    service.searchParams.set('options', '-c synchronous_commit=on')
+    const database = createPostgresDatabase({ connectionString: service.toString(), poolSize: 4, schema, preparedStatements: true })
+    app = await buildTestApp({}, { database })
+    access = (await startSession(admin.db, app.tokens, DEMO.users.alice, 3600)).access
+  }, 60_000)
+
+  afterAll(async () => {
+    await app?.close()
+    await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
+    await admin?.db.destroy()
+  })
+
+  /** Cancels each wait for the standby as soon as one shows, until `done`. */
+  function cancelWaits(done: Promise<unknown>): Promise<number> {
+    let finished = false
+    void done.finally(() => (finished = true))
+    return (async () => {
+      let cancelled = 0
+      while (!finished) {
+        const { rows } = await sql<{ n: number }>`
+          SELECT count(*) FILTER (WHERE pg_cancel_backend(pid))::int AS n FROM pg_stat_activity WHERE wait_event = 'SyncRep'`.execute(admin.db)
+        cancelled += rows[0]?.n ?? 0
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      return cancelled
+    })()
+  }
+
+  it('answers a keyed request 503 "may have been applied"; the retry with the key replays what was committed', async () => {
+    const id = randomUUID()
+    const key = newKey()
+    const body = { name: 'Sync Rep', tax_id: cnpj(11_444_777_0000) }
+    const sent = post(app, customerUrl(id), access, body, key)
+    expect(await cancelWaits(sent)).toBeGreaterThan(0)
+    const answer = await sent
+    const problem = problemOf(answer, 503, 'service_unavailable')
+    expect(problem.detail).toMatch(/may have been applied.*same Idempotency-Key/)
+    expect(answer.headers['retry-after']).toBeDefined()
+    // Committed on the primary: the retry replays it, and runs nothing again.
+    const retry = post(app, customerUrl(id), access, body, key)
+    void cancelWaits(retry)
+    const replay = await retry
+    expect([replay.statusCode, isReplay(replay)]).toEqual([201, true])
+    expect(replay.json<{ id: string }>().id).toBe(id)
+  })
+
+  it('answers a request without a key 503 "may have been applied", never a success nor "nothing was done"', async () => {
+    const id = randomUUID()
+    const sent = post(app, customerUrl(id), access, { name: 'Sync Rep Unkeyed', tax_id: cnpj(11_444_777_0001) }, undefined)
+    expect(await cancelWaits(sent)).toBeGreaterThan(0)
+    const problem = problemOf(await sent, 503, 'service_unavailable')
+    expect(problem.detail).toMatch(/may have been applied/)
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM customers WHERE id = ${id}`.execute(admin.db)
+    expect(rows[0]?.n).toBe(1)
+  })
+})
