@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { KeyObject } from 'node:crypto'
 import { jwksRouteSchema } from '../../schemas/auth.js'
 import type { Config } from '../config.js'
-import { jwkThumbprint } from './signing-keys.js'
+import { jwkThumbprint } from '../tokens/signing-keys.js'
 
 const publicJwk = (key: KeyObject, algorithm: 'RS256' | 'EdDSA') => {
   const jwk = key.export({ format: 'jwk' })

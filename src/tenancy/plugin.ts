@@ -136,7 +136,7 @@ async function admit(app: FastifyInstance, request: FastifyRequest, tenancy: Ten
 
 /**
  * The tenancy pipeline, the one door of every authenticated route. After the JWT hook
- * (src/auth/authentication.ts: the token's signature and claims, 401) and schema validation (400),
+ * (src/tokens/authentication.ts: the token's signature and claims, 401) and schema validation (400),
  * this preHandler admits the caller by the route's declaration (src/tenancy/routes.ts): a read runs
  * its one statement (principal, membership of `{company_role_id}` and the route's data); any other
  * route reads the principal, with the membership on a company route, in one query. 401 for an

@@ -1,8 +1,7 @@
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { tokenNotValid } from '../tenancy/admission.js'
-import { TokenSigner, VerifiedTokenCache, type TokenClaims } from './tokens.js'
+import { tokenNotValid, TokenSigner, VerifiedTokenCache, type TokenClaims } from './tokens.js'
 import type { Config } from '../config.js'
 import { problem } from '../lib/problem.js'
 import { keyRing, signingKeyId } from './signing-keys.js'
@@ -24,7 +23,7 @@ declare module 'fastify' {
 const notAuthenticated = () => problem(401, 'not_authenticated', 'Authentication credentials were not provided.')
 
 /**
- * Access tokens remembered once verified (src/auth/tokens.ts), each until its `exp`. This remembers
+ * Access tokens remembered once verified (src/tokens/tokens.ts), each until its `exp`. This remembers
  * only what the token itself says. Whether its user is still active, its family unrevoked and its
  * membership current is read from the database on every request (§2), so a disabled user or a
  * removed membership still loses access at once.
@@ -40,7 +39,7 @@ function jwtPluginOptions(config: Config['jwt']) {
       requiredClaims: ['exp', 'iat', 'jti', 'token_type', 'user_id', ...(config.issuer ? ['iss'] : []), ...(config.audience ? ['aud'] : [])],
       ...(config.issuer ? { allowedIss: config.issuer } : {}),
       ...(config.audience ? { allowedAud: config.audience } : {}),
-      // The service keeps its own cache of access tokens, keyed without hashing (src/auth/tokens.ts).
+      // The service keeps its own cache of access tokens, keyed without hashing (src/tokens/tokens.ts).
       cache: false,
     },
   }
