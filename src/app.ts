@@ -36,7 +36,6 @@ import { jwksRoutes } from './auth/routes.js'
 import metricsPlugin from './plugins/metrics.js'
 import securityHeaders from './plugins/security-headers.js'
 import tenancyPlugin from './tenancy/plugin.js'
-import presencePlugin from './company/chat/presence-plugin.js'
 import registrationRoutes from './registration/plugin.js'
 import webhookRoutes from './webhooks/plugin.js'
 
@@ -147,7 +146,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)
   await app.register(idempotencyPlugin)
-  await app.register(presencePlugin)
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
   const counters = await counterStore(app, config, options)

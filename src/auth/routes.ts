@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { jwksRouteSchema, loginRouteSchema, refreshRouteSchema, tokenRouteSchema } from '../../schemas/auth.js'
 import { publicJwks } from '../tokens/jwks.js'
+import { publicRoute } from '../tenancy/routes.js'
 import { listUserCompanies } from '../tenancy/user-companies.js'
 import type { Config } from '../config.js'
 import { logIn } from './login.js'
@@ -58,50 +59,80 @@ const authRoutes: FastifyPluginAsyncTypebox<AuthRouteOptions> = async (app, { co
     }
   }
 
-  app.post('/token', { schema: tokenRouteSchema, config: { public: true }, preValidation: trimEmail }, async (request) => {
-    const { tokens } = await logInWith(request, request.body.email, request.body.password, 'token')
-    return { refresh: tokens.refresh, access: tokens.access }
-  })
+  app.route(
+    publicRoute({
+      method: 'POST',
+      url: '/token',
+      schema: tokenRouteSchema,
+      preValidation: trimEmail,
+      handler: async (request) => {
+        const { tokens } = await logInWith(request, request.body.email, request.body.password, 'token')
+        return { refresh: tokens.refresh, access: tokens.access }
+      },
+    }),
+  )
 
-  app.post('/login', { schema: loginRouteSchema, config: { public: true }, preValidation: trimEmail }, async (request) => {
-    // The companies are read before the session is written: a failure of theirs leaves no session behind its 503.
-    const {
-      user,
-      tokens,
-      read: companies,
-    } = await logInWith(request, request.body.email, request.body.password, 'login', (userId) => listUserCompanies(app.db, userId))
-    return { refresh: tokens.refresh, access: tokens.access, user, companies }
-  })
+  app.route(
+    publicRoute({
+      method: 'POST',
+      url: '/login',
+      schema: loginRouteSchema,
+      preValidation: trimEmail,
+      handler: async (request) => {
+        // The companies are read before the session is written: a failure of theirs leaves no session behind its 503.
+        const {
+          user,
+          tokens,
+          read: companies,
+        } = await logInWith(request, request.body.email, request.body.password, 'login', (userId) => listUserCompanies(app.db, userId))
+        return { refresh: tokens.refresh, access: tokens.access, user, companies }
+      },
+    }),
+  )
 
-  app.post('/token/refresh', { schema: refreshRouteSchema, config: { public: true } }, async (request) => {
-    const seen = { outcome: 'rotated' as 'rotated' | 'retried' | 'replay_revoked' }
-    try {
-      const tokens = await rotateRefreshToken(app.db, app.tokens, request.body.refresh, config.refreshReuseGrace, {
-        replayed: (userId, familyId) => {
-          seen.outcome = 'replay_revoked'
-          audit.refreshTokenReplayed(request.log, { userId, familyId, clientAddress: request.ip })
-        },
-        retried: (userId, familyId) => {
-          seen.outcome = 'retried'
-          audit.refreshTokenRetried(request.log, { userId, familyId, clientAddress: request.ip })
-        },
-      })
-      app.metrics.refreshOutcomes.labels(seen.outcome).inc()
-      return { access: tokens.access, refresh: tokens.refresh }
-    } catch (error) {
-      app.metrics.refreshOutcomes.labels(seen.outcome === 'replay_revoked' ? 'replay_revoked' : 'rejected').inc()
-      throw error
-    }
-  })
+  app.route(
+    publicRoute({
+      method: 'POST',
+      url: '/token/refresh',
+      schema: refreshRouteSchema,
+      handler: async (request) => {
+        const seen = { outcome: 'rotated' as 'rotated' | 'retried' | 'replay_revoked' }
+        try {
+          const tokens = await rotateRefreshToken(app.db, app.tokens, request.body.refresh, config.refreshReuseGrace, {
+            replayed: (userId, familyId) => {
+              seen.outcome = 'replay_revoked'
+              audit.refreshTokenReplayed(request.log, { userId, familyId, clientAddress: request.ip })
+            },
+            retried: (userId, familyId) => {
+              seen.outcome = 'retried'
+              audit.refreshTokenRetried(request.log, { userId, familyId, clientAddress: request.ip })
+            },
+          })
+          app.metrics.refreshOutcomes.labels(seen.outcome).inc()
+          return { access: tokens.access, refresh: tokens.refresh }
+        } catch (error) {
+          app.metrics.refreshOutcomes.labels(seen.outcome === 'replay_revoked' ? 'replay_revoked' : 'rejected').inc()
+          throw error
+        }
+      },
+    }),
+  )
 }
 
 /** Public keys for verifying the service's tokens; empty when tokens are signed with a shared secret. */
 export const jwksRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
   const body = publicJwks(config.jwt)
-  app.get('/.well-known/jwks.json', { schema: jwksRouteSchema, config: { public: true } }, async (request, reply) => {
-    reply.header('cache-control', 'public, max-age=300')
-    return body
-  })
+  app.route(
+    publicRoute({
+      method: 'GET',
+      url: '/.well-known/jwks.json',
+      schema: jwksRouteSchema,
+      handler: async (_request, reply) => {
+        reply.header('cache-control', 'public, max-age=300')
+        return body
+      },
+    }),
+  )
 }
 
 export default authRoutes

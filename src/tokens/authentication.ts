@@ -57,25 +57,25 @@ function bearerToken(request: FastifyRequest): string | undefined {
 }
 
 /**
- * Registers the JWT keys and the `onRequest` hook that verifies the bearer token of every route
- * whose config does not mark it public (401). Whether its user is still active, and their
- * membership, is the tenancy pipeline's to read and decide, after validation (src/tenancy/plugin.ts).
+ * The bearer token's signature and claims (401), the first onRequest hook of every authenticated
+ * route (src/tenancy/routes.ts declares it). Whether its user is still active, and their
+ * membership, is the tenancy pipeline's to read and decide, after validation.
  */
+export async function authenticate(request: FastifyRequest): Promise<void> {
+  const token = bearerToken(request)
+  if (token === undefined) throw notAuthenticated()
+  const claims = request.server.tokens.verify(token, 'access')
+  if (!claims) throw tokenNotValid()
+  request.tokenClaims = claims
+}
+
+/** Registers the JWT keys and the token signer (`app.tokens`) that issues and verifies the service's tokens. */
 export default fp(
   async function authenticationPlugin(app: FastifyInstance, options: { config: Config }) {
     const jwtOptions = jwtPluginOptions(options.config.jwt)
     await app.register(fastifyJwt, jwtOptions)
     app.decorate('tokens', new TokenSigner(app.jwt, options.config, new VerifiedTokenCache(VERIFIED_TOKEN_CACHE_SIZE), keyRing(options.config)))
     app.decorateRequest('tokenClaims', null as unknown as TokenClaims)
-
-    app.addHook('onRequest', async (request) => {
-      if (request.is404 || request.routeOptions.config.public) return
-      const token = bearerToken(request)
-      if (token === undefined) throw notAuthenticated()
-      const claims = app.tokens.verify(token, 'access')
-      if (!claims) throw tokenNotValid()
-      request.tokenClaims = claims
-    })
   },
   { name: 'authentication', dependencies: ['database'] },
 )

@@ -5,6 +5,7 @@ import type { Config } from '../config.js'
 import { problem } from '../lib/problem.js'
 import { wellFormedJsonParser } from '../lib/well-formed-json.js'
 import { audit } from '../observability/audit.js'
+import { publicRoute } from '../tenancy/routes.js'
 import { hasValidContentHmac, matchesAnySecret } from './authenticity.js'
 import { esignDeliveryReceiver } from './esign-delivery.js'
 
@@ -37,11 +38,11 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRouteOptions> = async (app
 
   const deliveries = esignDeliveryReceiver(app.db)
 
-  app.post(
-    '/webhook/esign/:secret',
-    {
+  app.route(
+    publicRoute({
+      method: 'POST',
+      url: '/webhook/esign/:secret',
       schema: esignWebhookRouteSchema,
-      config: { public: true },
       bodyLimit: WEBHOOK_BODY_LIMIT,
       // Before the body is read: a wrong secret learns nothing, not even whether its body was acceptable.
       // Wrong secrets are limited per address like failed logins: 404 under the limit, then 429 for
@@ -70,13 +71,13 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRouteOptions> = async (app
         }
         if (request.rawBody !== null) request.body = (await parseJson(request, request.rawBody)) as typeof request.body
       },
-    },
-    async (request, reply) => {
-      const receipt = await deliveries.submit({ rawBody: request.rawBody ?? Buffer.alloc(0), notification: request.body })
-      app.metrics.webhookDeliveries.labels(receipt.duplicate ? 'duplicate' : (receipt.outcome ?? 'ignored')).inc()
-      request.logResult = { event: request.body.event.name, envelope_key: request.body.document.key, ...receipt }
-      return reply.code(201).send({ received: true, duplicate: receipt.duplicate })
-    },
+      handler: async (request, reply) => {
+        const receipt = await deliveries.submit({ rawBody: request.rawBody ?? Buffer.alloc(0), notification: request.body })
+        app.metrics.webhookDeliveries.labels(receipt.duplicate ? 'duplicate' : (receipt.outcome ?? 'ignored')).inc()
+        request.logResult = { event: request.body.event.name, envelope_key: request.body.document.key, ...receipt }
+        return reply.code(201).send({ received: true, duplicate: receipt.duplicate })
+      },
+    }),
   )
 }
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { beforeEach, describe, expect, it } from 'vitest'
-import { PRESENCE_WRITE_INTERVAL_MS, PresenceTracker } from '../../src/company/chat/presence.js'
+import { PRESENCE_WRITE_INTERVAL_MS, PresenceTracker } from '../../src/tenancy/presence.js'
 import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
 
