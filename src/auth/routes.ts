@@ -7,7 +7,7 @@ import { listUserCompanies } from '../tenancy/user-companies.js'
 import type { Config } from '../config.js'
 import { logIn } from './login.js'
 import { throttleReason, type LoginThrottle } from './throttle/login-throttle.js'
-import { rotateRefreshToken } from './sessions.js'
+import { rotateRefreshToken } from '../tokens/sessions.js'
 import { audit } from '../observability/audit.js'
 
 export interface AuthRouteOptions {

@@ -1,5 +1,5 @@
 import { hashPassword } from '../auth/passwords.js'
-import { startSession, type TokenPair } from '../auth/sessions.js'
+import { startSession, type TokenPair } from '../tokens/sessions.js'
 import type { TokenSigner } from '../tokens/tokens.js'
 import type { Config } from '../config.js'
 import type { Db } from '../../db/types.js'

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../../db/types.js'
 import { createLoginSession, createSession, findRetriedSuccessor, revokeFamilyOnReuse, spendAndReplaceRefreshToken } from './repository.js'
-import { newJti, tokenNotValid, type RefreshTerm, type TokenSigner } from '../tokens/tokens.js'
+import { newJti, tokenNotValid, type RefreshTerm, type TokenSigner } from './tokens.js'
 
 export interface TokenPair {
   access: string
