@@ -25,7 +25,7 @@ import type { CompanyRoleContext, RoleRequirement } from './membership.js'
 import { findActiveUserForToken, findUserWithMembership, type AuthenticatedUser } from './principal.js'
 import { PrincipalStatement, ScopedStatement, type CompanyRead, type UserRead } from './scoped-statement.js'
 
-/** How a route reaches the tenancy pipeline (src/tenancy/plugin.ts); set only by the constructs below. */
+/** How a route is admitted, listed by the registry (src/tenancy/plugin.ts); set only by the constructs below. */
 export type TenancyDeclaration =
   | { kind: 'user'; statement?: PrincipalStatement<object, unknown> }
   | { kind: 'company'; requirement: RoleRequirement; statement?: ScopedStatement<object, unknown> }

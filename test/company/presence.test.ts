@@ -17,7 +17,7 @@ beforeEach(async () => {
 })
 
 /**
- * Route 6. Presence is written after the answer is sent (a side write, src/company/chat/presence-plugin.ts):
+ * Route 6. Presence is written after the answer is sent (a side write declared by companyRoute, src/tenancy/routes.ts):
  * the helper waits for that write, so that what a test reads next includes it.
  */
 async function presence(partnerId: string, token = bob, roleId: string = roles.betaBuyer) {
