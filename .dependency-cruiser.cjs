@@ -2,8 +2,9 @@
 /**
  * The import rules of the house (issue 16), checked by `npm run lint:deps`, part of `npm run lint`.
  * Layers, lowest first: src/vocabulary.ts; schemas/ and db/ (migrations, seed); src/lib/, src/db/;
- * src/tenancy/; the domains (src/auth, src/company/<subdomain>, src/marketplace, src/registration,
- * src/webhooks); src/plugins/ (infrastructure); src/app.ts, src/server.ts, src/cli/. Imports point down.
+ * src/tokens/ (issue and verify tokens, their families) and src/idempotency/; src/tenancy/ (the route constructs);
+ * the domains (src/auth, src/company/<subdomain>, src/marketplace, src/registration, src/webhooks);
+ * src/plugins/ (infrastructure); src/app.ts, src/server.ts, src/cli/. Imports point down.
  * Cycles between folders are checked by scripts/folder-cycles.mjs on the same cruise.
  */
 const DOMAINS = '(auth|company|marketplace|registration|webhooks)'
@@ -40,10 +41,17 @@ module.exports = {
     },
     {
       name: 'lower-layers-do-not-import-up',
-      comment: 'The vocabulary, lib, db and tenancy know nothing of the domains, the plugins or the app.',
+      comment: 'The vocabulary, lib, db, tokens, idempotency and tenancy know nothing of the domains, the plugins or the app.',
       severity: 'error',
-      from: { path: '^src/(vocabulary\\.ts|lib/|db/|tenancy/)' },
+      from: { path: '^src/(vocabulary\\.ts|lib/|db/|tokens/|idempotency/|tenancy/)' },
       to: { path: [`^src/${DOMAINS}/`, '^src/(plugins|cli)/', '^src/(app|server|dev-server)\\.ts$'] },
+    },
+    {
+      name: 'tokens-and-idempotency-below-tenancy',
+      comment: 'Tenancy wires a route from the token check and the idempotency hooks; they know nothing of it.',
+      severity: 'error',
+      from: { path: '^src/(tokens|idempotency)/' },
+      to: { path: '^src/tenancy/' },
     },
     {
       name: 'domains-do-not-import-plugins',
@@ -55,11 +63,11 @@ module.exports = {
     {
       name: 'domains-do-not-import-each-other',
       comment:
-        "Shared things go down a layer (tenancy, lib, db). One exception: auth's credential services " +
-        '(passwords, sessions, tokens), with which registration confirms an account and opens its session.',
+        "Shared things go down a layer (tenancy, tokens, lib, db). One exception: auth's password hashing, " +
+        'with which registration sets a confirmed account its password.',
       severity: 'error',
       from: { path: `^src/${DOMAINS}/` },
-      to: { path: `^src/${DOMAINS}/`, pathNot: ['^src/$1/', '^src/auth/(passwords|sessions|tokens)\\.ts$'] },
+      to: { path: `^src/${DOMAINS}/`, pathNot: ['^src/$1/', '^src/auth/passwords\\.ts$'] },
     },
     {
       name: 'company-subdomains-do-not-import-each-other',

@@ -5,7 +5,7 @@ import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifySer
 import { EXAMPLES_KEYWORD } from '../schemas/responses.js'
 import authRoutes from './auth/plugin.js'
 import { AddressFailureLimit } from './auth/throttle/address-failure-limit.js'
-import type { CounterStore } from './auth/throttle/counter-store.js'
+import type { CounterStore } from './lib/counter-store.js'
 import { FallbackCounterStore } from './auth/throttle/fallback-counter-store.js'
 import { FamiliarPlaces, familiarPlacesKey } from './auth/throttle/familiar-places.js'
 import { LoginThrottle } from './auth/throttle/login-throttle.js'
@@ -24,8 +24,8 @@ import { buildLazySerializers } from './lib/lazy-serializers.js'
 import { wellFormedJsonParser } from './lib/well-formed-json.js'
 import { loggerOptions, RequestLogController, type LogDestination } from './logging.js'
 import { gatewayCheck, GATEWAY_CHECK, requestIdGenerator, traceChildLoggerFactory } from './observability/trace-context.js'
-import marketplaceRoutes from './marketplace/plugin.js'
-import authenticationPlugin from './auth/authentication.js'
+import marketplaceRoutes from './marketplace/routes.js'
+import authenticationPlugin from './tokens/authentication.js'
 import databasePlugin from './plugins/database.js'
 import docsPlugin from './plugins/docs.js'
 import drainingPlugin from './plugins/draining.js'
@@ -36,11 +36,10 @@ import requestDeadline from './plugins/request-deadline.js'
 import idempotencyPlugin from './idempotency/plugin.js'
 import { KeyQuota } from './idempotency/quota.js'
 import readsPlugin, { type ReadsPluginOptions } from './plugins/reads.js'
-import jwksRoutes from './auth/jwks.js'
+import { jwksRoutes } from './auth/routes.js'
 import metricsPlugin from './plugins/metrics.js'
 import securityHeaders from './plugins/security-headers.js'
 import tenancyPlugin from './tenancy/plugin.js'
-import presencePlugin from './company/chat/presence-plugin.js'
 import registrationRoutes from './registration/plugin.js'
 import webhookRoutes from './webhooks/plugin.js'
 
@@ -193,9 +192,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // Its own connections (Redis's subscription to releases), given or not.
   app.addHook('onClose', () => counters.close())
   await app.register(idempotencyPlugin, { quota: new KeyQuota(counters, config.idempotencyKeyQuota, app.log) })
-  // After idempotency: a write's position is read once its keyed transaction has committed.
   await app.register(readsPlugin, { replicas: await replicaReads(app, config, database) })
-  await app.register(presencePlugin)
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
   // Keyed by the signing key, which every instance shares: a new key forgets the familiar places.

@@ -47,7 +47,7 @@ export interface Config {
   pgliteDir: string
   /**
    * kidCutoverMs: when tokens began to carry a `kid` (JWT_KID_CUTOVER); a token without one is tried
-   * with each key only until the longest token lifetime has passed since (src/auth/tokens.ts).
+   * with each key only until the longest token lifetime has passed since (src/tokens/tokens.ts).
    * Undefined: this process's start, before which every token without `kid` was issued.
    */
   jwt: JwtKeys & { issuer: string | undefined; audience: string | undefined; kidCutoverMs: number | undefined }

@@ -4,8 +4,8 @@ import { problem } from '../lib/problem.js'
 import type { LoginThrottle } from './throttle/login-throttle.js'
 import { hashPassword, isHashingBusy, spendVerificationTime, verifyPassword, type VerifyResult } from './passwords.js'
 import { findUserByEmail, type LoginCandidate } from './repository.js'
-import { startLoginSession, type TokenPair } from './sessions.js'
-import type { TokenSigner } from './tokens.js'
+import { startLoginSession, type TokenPair } from '../tokens/sessions.js'
+import type { TokenSigner } from '../tokens/tokens.js'
 
 export const normaliseEmail = (email: string): string => email.trim().toLowerCase()
 

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ControlledTransaction } from 'kysely'
 import { CommitNotReplicated, isDatabaseUnavailable } from '../db/errors.js'
@@ -22,6 +22,35 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The key this request holds, with the transaction its work, and then its answer, commit in. */
     idempotency: HeldKey | null
+  }
+  interface FastifyInstance {
+    idempotencyHooks: KeyHooks
+  }
+}
+
+interface KeyHooks {
+  takeKey(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined>
+  commitAnswer(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown>
+  endAbandoned(request: FastifyRequest): Promise<void>
+}
+
+/**
+ * A keyed route's hooks, in the order the route constructs declare them (src/tenancy/routes.ts):
+ * preHandler takes the key (after admission), onSend commits the answer with the work, onResponse
+ * rolls back a transaction no answer ended. They call this plugin's, which holds the app's database.
+ */
+export const idempotencyHooks = {
+  takeKey: (request: FastifyRequest, reply: FastifyReply) => request.server.idempotencyHooks.takeKey(request, reply),
+  commitAnswer: (request: FastifyRequest, reply: FastifyReply, payload: unknown) =>
+    request.server.idempotencyHooks.commitAnswer(request, reply, payload),
+  endAbandoned: (request: FastifyRequest) => request.server.idempotencyHooks.endAbandoned(request),
+}
+
+/** A keyed route declares the header in its schema (schemas/idempotency.ts), so the document shows it. */
+export function requireKeyHeader(url: string, schema: FastifySchema | undefined): void {
+  const headers = (schema?.headers ?? {}) as { properties?: Record<string, unknown> }
+  if (!Object.keys(headers.properties ?? {}).some((name) => name.toLowerCase() === HEADER)) {
+    throw new Error(`${url}: an idempotency route must declare the ${HEADER} header in its schema (schemas/idempotency.ts)`)
   }
 }
 
@@ -273,19 +302,7 @@ export default fp(
       await Promise.all([rollBack(request, held.trx), held.place.returned()])
     }
 
-    app.addHook('onRoute', (route: RouteOptions) => {
-      if (!route.config?.idempotency) return
-      const headers = (route.schema?.headers ?? {}) as { properties?: Record<string, unknown> }
-      if (!Object.keys(headers.properties ?? {}).some((name) => name.toLowerCase() === HEADER)) {
-        throw new Error(`${route.url}: an idempotency route must declare the ${HEADER} header in its schema (schemas/idempotency.ts)`)
-      }
-      const preHandler = route.preHandler ?? []
-      route.preHandler = [...(Array.isArray(preHandler) ? preHandler : [preHandler]), takeKey]
-      const onSend = route.onSend ?? []
-      route.onSend = [...(Array.isArray(onSend) ? onSend : [onSend]), commitAnswer]
-      const onResponse = route.onResponse ?? []
-      route.onResponse = [...(Array.isArray(onResponse) ? onResponse : [onResponse]), endAbandoned]
-    })
+    app.decorate('idempotencyHooks', { takeKey, commitAnswer, endAbandoned })
   },
   { name: 'idempotency', dependencies: ['database', 'tenancy', 'metrics'] },
 )

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
-import type { CounterStore } from '../auth/throttle/counter-store.js'
+import type { CounterStore } from '../lib/counter-store.js'
 
 export interface KeyQuotaLimits {
   /** New keys a caller may have kept per window (IDEMPOTENCY_KEYS_PER_CALLER). */
@@ -22,7 +22,7 @@ const LEASE_MS = 60_000
 /**
  * How many keys a caller (the key's scope: a user, or route 10's link) may have kept per window, so
  * that one busy token cannot grow `idempotency_keys` without bound. Counted in the login throttle's
- * store (src/auth/throttle/counter-store.ts), shared by the fleet through Redis: a kept key is a
+ * store (src/lib/counter-store.ts), shared by the fleet through Redis: a kept key is a
  * "failure" of its window, a key in flight holds a place, so concurrent new keys cannot overshoot.
  */
 export class KeyQuota {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { livenessRouteSchema, readinessRouteSchema } from '../../schemas/health.js'
 import { DatabaseConfigurationError, isDatabaseReadOnly } from '../db/errors.js'
 import { problem } from '../lib/problem.js'
+import { publicRoute } from '../tenancy/routes.js'
 
 /** Readiness answers within this, whatever the database does: probes have short timeouts of their own. */
 const READINESS_TIMEOUT_MS = 1_000
@@ -12,27 +13,35 @@ const READINESS_TIMEOUT_MS = 1_000
  * makes the instance unready: its writes would all be 503.
  */
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.get('/live', { schema: livenessRouteSchema, config: { public: true }, logLevel: 'warn' }, async () => ({
-    status: 'ok' as const,
-  }))
-  app.get('/ready', { schema: readinessRouteSchema, config: { public: true }, logLevel: 'warn' }, async () => {
-    if (app.draining) {
-      throw problem(503, 'service_unavailable', 'This instance is shutting down.', { headers: { 'retry-after': '5' } })
-    }
-    try {
-      await app.probeDatabase(READINESS_TIMEOUT_MS)
-    } catch (error) {
-      const detail =
-        error instanceof DatabaseConfigurationError
-          ? `The database is set up in a way the service cannot use: ${app.databaseProblems.join('; ')}`
-          : isDatabaseReadOnly(error)
-            ? 'The database refuses writes (read-only, or in recovery).'
-            : 'The database is not reachable.'
-      throw problem(503, 'service_unavailable', detail, { headers: { 'retry-after': '5' } })
-    }
-    const problems = app.databaseProblems
-    return problems.length > 0 ? { status: 'ok' as const, configuration_errors: [...problems] } : { status: 'ok' as const }
-  })
+  app.route(
+    publicRoute({ method: 'GET', url: '/live', schema: livenessRouteSchema, logLevel: 'warn', handler: async () => ({ status: 'ok' as const }) }),
+  )
+  app.route(
+    publicRoute({
+      method: 'GET',
+      url: '/ready',
+      schema: readinessRouteSchema,
+      logLevel: 'warn',
+      handler: async () => {
+        if (app.draining) {
+          throw problem(503, 'service_unavailable', 'This instance is shutting down.', { headers: { 'retry-after': '5' } })
+        }
+        try {
+          await app.probeDatabase(READINESS_TIMEOUT_MS)
+        } catch (error) {
+          const detail =
+            error instanceof DatabaseConfigurationError
+              ? `The database is set up in a way the service cannot use: ${app.databaseProblems.join('; ')}`
+              : isDatabaseReadOnly(error)
+                ? 'The database refuses writes (read-only, or in recovery).'
+                : 'The database is not reachable.'
+          throw problem(503, 'service_unavailable', detail, { headers: { 'retry-after': '5' } })
+        }
+        const problems = app.databaseProblems
+        return problems.length > 0 ? { status: 'ok' as const, configuration_errors: [...problems] } : { status: 'ok' as const }
+      },
+    }),
+  )
 }
 
 export default healthRoutes

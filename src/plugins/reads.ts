@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Db } from '../../db/types.js'
 import type { ReplicaSet } from '../db/replicas.js'
@@ -13,6 +13,12 @@ export interface Reads {
    * principal or membership not found, perhaps only not yet replayed) is asked of the primary.
    */
   run<T>(request: FastifyRequest, read: (db: Db) => Promise<T>, conclusive?: (result: T) => boolean): Promise<T>
+  /**
+   * After a write's answer is final (its transaction committed), before the caller has it: keeps
+   * the primary's WAL position for the caller's user (the route constructs of src/tenancy/routes.ts
+   * declare it last in a write's onSend). A failure is logged: the next reads may then miss it.
+   */
+  recordWrite(request: FastifyRequest, reply: FastifyReply): Promise<void>
 }
 
 declare module 'fastify' {
@@ -26,19 +32,17 @@ export interface ReadsPluginOptions {
   replicas?: { set: ReplicaSet; positions: WritePositions; close(): Promise<void> } | undefined
 }
 
-const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
-
 /**
  * Reads on streaming replicas (DATABASE_REPLICA_URLS) with read-your-writes: after a write of an
  * authenticated caller, the primary's WAL position is recorded for that user (in Redis with
  * REDIS_URL, shared by the fleet), and their reads go to a replica only once it has replayed past
- * it (docs/decisions.md). Registered after the idempotency plugin: its route hooks run after the
- * keyed request's commit.
+ * it (docs/decisions.md). The route constructs call it: `run` for a read's admission, `recordWrite`
+ * last in a write's onSend, after a keyed request's commit.
  */
 export default fp(
   async function readsPlugin(app: FastifyInstance, { replicas }: ReadsPluginOptions) {
     if (!replicas) {
-      app.decorate('reads', { run: (_request, read) => read(app.db) } satisfies Reads)
+      app.decorate('reads', { run: (_request, read) => read(app.db), recordWrite: async () => undefined } satisfies Reads)
       return
     }
     const { set, positions } = replicas
@@ -72,25 +76,17 @@ export default fp(
         count(replica.name, 'replica')
         return conclusive(result) ? result : onPrimary(read, 'confirm')
       },
+      async recordWrite(request, reply) {
+        const userId = request.tokenClaims?.user_id
+        if (reply.statusCode >= 400 || !userId) return
+        try {
+          await positions.record(userId, await set.primaryPosition())
+        } catch (error) {
+          request.log.warn({ err: error }, "replicas: this write's position could not be recorded; the caller's next reads may miss it")
+        }
+      },
     } satisfies Reads)
 
-    // After a write's answer is final (its transaction committed), before the caller has it.
-    async function recordPosition(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
-      const userId = request.tokenClaims?.user_id
-      if (reply.statusCode >= 400 || !userId) return payload
-      try {
-        await positions.record(userId, await set.primaryPosition())
-      } catch (error) {
-        request.log.warn({ err: error }, "replicas: this write's position could not be recorded; the caller's next reads may miss it")
-      }
-      return payload
-    }
-    app.addHook('onRoute', (route: RouteOptions) => {
-      const methods = Array.isArray(route.method) ? route.method : [route.method]
-      if (methods.every((method) => READ_METHODS.has(method))) return
-      const existing = route.onSend ?? []
-      route.onSend = [...(Array.isArray(existing) ? existing : [existing]), recordPosition]
-    })
     app.addHook('onReady', () => set.start())
     app.addHook('onClose', () => replicas.close())
   },

@@ -1,6 +1,6 @@
 import { hashPassword } from '../auth/passwords.js'
-import { startSession, type TokenPair } from '../auth/sessions.js'
-import type { TokenSigner } from '../auth/tokens.js'
+import { startSession, type TokenPair } from '../tokens/sessions.js'
+import type { TokenSigner } from '../tokens/tokens.js'
 import type { Config } from '../config.js'
 import type { Db } from '../../db/types.js'
 import { inTransaction } from '../db/transaction.js'

@@ -1,12 +1,9 @@
 import type { FastifyRequest } from 'fastify'
-import { problem } from '../lib/problem.js'
+import { tokenNotValid } from '../tokens/tokens.js'
 import { authorise, type CompanyRoleContext, type RoleRequirement } from './membership.js'
 import type { AuthenticatedUser, PrincipalWithMembership, ScopedPrincipal, TokenPrincipal } from './principal.js'
 
-/** The 401 of a token that fails, or whose user or family is no longer active (§2). */
-export const tokenNotValid = () => problem(401, 'token_not_valid', 'Token is invalid or expired')
-
-/** The principal a verified bearer token names (src/auth/authentication.ts sets the claims). */
+/** The principal a verified bearer token names (src/tokens/authentication.ts sets the claims). */
 export const principalKey = (request: FastifyRequest): TokenPrincipal => ({
   userId: request.tokenClaims.user_id,
   familyId: request.tokenClaims.fid,

@@ -1,8 +1,8 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyRequest, FastifySchema, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import { admitMember, admitUser, principalKey, scopedPrincipalKey } from './admission.js'
 import type { CompanyRoleContext } from './membership.js'
-import { findActiveUserForToken, findUserWithMembership, type AuthenticatedUser } from './principal.js'
+import { PresenceTracker } from './presence.js'
+import type { AuthenticatedUser } from './principal.js'
 import type { TenancyDeclaration } from './routes.js'
 
 export interface AuthContext {
@@ -29,23 +29,13 @@ declare module 'fastify' {
     auth: AuthContext | null
     /** Set on company routes after the membership check; null elsewhere. */
     companyRole: CompanyRoleContext | null
-    /** A read's data, from the statement that admitted the caller (handed to the handler by the route's construct). */
-    tenancyData: unknown
   }
   interface FastifyInstance {
     /** Every authenticated route the app declared, in registration order: the tests' route list. */
     tenancyRoutes: readonly DeclaredRoute[]
+    /** Marks company roles seen, after each admitted company request (src/tenancy/routes.ts). */
+    presence: PresenceTracker
   }
-}
-
-async function assertAdmitted(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
-  // `public` is read per request: the docs plugin marks its routes public in its own onRoute hook, after this one.
-  if (reply.statusCode >= 400 || request.routeOptions.config.public) return payload
-  if (!request.auth) throw new Error('a route answered without admitting the principal')
-  if (request.routeOptions.config.tenancy?.kind === 'company' && !request.companyRole) {
-    throw new Error('a company-scoped route answered without admitting the member')
-  }
-  return payload
 }
 
 const COMPANY_ROLE_ID = 'company_role_id'
@@ -113,69 +103,31 @@ function undeclared(route: RouteOptions): string | undefined {
     return `${name} takes company_role_id in its ${places.join(', ')} but is not declared with companyRoute() and {company_role_id} in its path (src/tenancy/routes.ts)`
   }
   if (!tenancy && !route.config?.public) {
-    return `${name} is neither public (config.public) nor declared with companyRoute() or userRoute() (src/tenancy/routes.ts)`
+    return `${name} is declared with none of companyRoute(), userRoute() or publicRoute() (src/tenancy/routes.ts)`
   }
   return undefined
 }
 
-async function admit(app: FastifyInstance, request: FastifyRequest, tenancy: TenancyDeclaration): Promise<void> {
-  if (tenancy.kind === 'company') {
-    const key = scopedPrincipalKey(request)
-    if (!tenancy.statement) return void admitMember(request, await findUserWithMembership(app.db, key), tenancy.requirement)
-    const statement = tenancy.statement
-    // A replica may not have replayed a new login's family or a new membership yet: the primary confirms a refusal.
-    const { principal, data } = await app.reads.run(
-      request,
-      (db) => statement.run(db, key, request.params as object),
-      (found) => found.principal?.membership !== undefined,
-    )
-    admitMember(request, principal, tenancy.requirement)
-    request.tenancyData = data
-  } else {
-    const key = principalKey(request)
-    if (!tenancy.statement) return void admitUser(request, await findActiveUserForToken(app.db, key))
-    const statement = tenancy.statement
-    const { user, data } = await app.reads.run(
-      request,
-      (db) => statement.run(db, key, request.params as object),
-      (found) => found.user !== undefined,
-    )
-    admitUser(request, user)
-    request.tenancyData = data
-  }
-}
-
 /**
- * The tenancy pipeline, the one door of every authenticated route. After the JWT hook
- * (src/auth/authentication.ts: the token's signature and claims, 401) and schema validation (400),
- * this preHandler admits the caller by the route's declaration (src/tenancy/routes.ts): a read runs
- * its one statement (principal, membership of `{company_role_id}` and the route's data), on a
- * replica when one may answer (src/plugins/reads.ts); any other
- * route reads the principal, with the membership on a company route, in one query. 401 for an
- * inactive user or a revoked family, 404 for no active membership, 403 for the wrong kind of role
- * or a missing permission. At start, a route that could skip it is refused.
+ * The tenancy pipeline's state and registry: the route constructs (src/tenancy/routes.ts) declare
+ * each route's hooks; this plugin holds what they use (the admitted principal and member, the
+ * presence tracker), lists the authenticated routes, and refuses to start with a route that could
+ * skip them: one declared with none of the three constructs, or taking a company role id its
+ * membership check does not read.
  */
 export default fp(
   async function tenancyPlugin(app: FastifyInstance) {
     app.decorateRequest('auth', null)
     app.decorateRequest('companyRole', null)
-    app.decorateRequest('tenancyData', undefined)
-
-    app.addHook('preHandler', async (request: FastifyRequest) => {
-      const tenancy = request.routeOptions.config.tenancy
-      if (tenancy) await admit(app, request, tenancy)
-    })
+    app.decorate('presence', new PresenceTracker(app.db))
+    // A presence write under way finishes before the database closes.
+    app.addHook('onClose', async () => app.presence.settled())
 
     const routes: RouteOptions[] = []
     const declared: DeclaredRoute[] = []
     app.decorate('tenancyRoutes', declared)
 
-    // The net: an authenticated route's success that nobody admitted (or, on a company-scoped
-    // route, whose member nobody admitted) is a bug and must not reach the client. onSend, not
-    // preSerialization: a body sent as JSON text (route 9) skips serialisation and its hooks.
     app.addHook('onRoute', (route) => {
-      const existing = route.onSend ?? []
-      route.onSend = [...(Array.isArray(existing) ? existing : [existing]), assertAdmitted]
       routes.push(route)
       // HEAD routes are checked but not listed: the list feeds the tests' suites, which read bodies.
       if (route.method === 'HEAD') return
@@ -189,5 +141,5 @@ export default fp(
       if (refusals.length > 0) throw new Error(`refusing to start: ${refusals.join('; ')}`)
     })
   },
-  { name: 'tenancy', dependencies: ['database', 'authentication'] },
+  { name: 'tenancy', dependencies: ['database', 'authentication', 'metrics'] },
 )

@@ -2,6 +2,7 @@ import type { Static, TSchema } from '@sinclair/typebox'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type {
   ContextConfigDefault,
+  FastifyInstance,
   FastifyContextConfig,
   FastifyReply,
   FastifyRequest,
@@ -16,11 +17,15 @@ import type {
 } from 'fastify'
 import type { ResolveFastifyReplyReturnType } from 'fastify/types/type-provider.js'
 import type { Db } from '../../db/types.js'
+import { idempotencyHooks, requireKeyHeader } from '../idempotency/plugin.js'
+import { problem } from '../lib/problem.js'
+import { authenticate } from '../tokens/authentication.js'
+import { admitMember, admitUser, principalKey, scopedPrincipalKey } from './admission.js'
 import type { CompanyRoleContext, RoleRequirement } from './membership.js'
-import type { AuthenticatedUser } from './principal.js'
+import { findActiveUserForToken, findUserWithMembership, type AuthenticatedUser } from './principal.js'
 import { PrincipalStatement, ScopedStatement, type CompanyRead, type UserRead } from './scoped-statement.js'
 
-/** How a route reaches the tenancy pipeline (src/tenancy/plugin.ts); set only by the constructs below. */
+/** How a route is admitted, listed by the registry (src/tenancy/plugin.ts); set only by the constructs below. */
 export type TenancyDeclaration =
   | { kind: 'user'; statement?: PrincipalStatement<object, unknown> }
   | { kind: 'company'; requirement: RoleRequirement; statement?: ScopedStatement<object, unknown> }
@@ -54,18 +59,18 @@ type RouteParts<S extends FastifySchema> = Omit<
   method: HTTPMethods
   url: string
   schema: S
-  config?: Omit<FastifyContextConfig, 'tenancy'>
+  config?: Omit<FastifyContextConfig, 'tenancy' | 'public'>
 }
 
 /**
- * What a company route's handler is given: the admitted member, their user, the read's data row
- * (undefined when it found none), and the database to work on (`request.db`: a keyed request's
- * transaction, else the app's; src/plugins/database.ts decides).
+ * What a company route's handler is given: the admitted member, their user, the read's data row,
+ * and the database to work on (`request.db`: a keyed request's transaction, else the app's;
+ * src/plugins/database.ts decides). Without a read, `data` is undefined.
  */
 export interface CompanyTenancy<Data> {
   companyRole: CompanyRoleContext
   user: AuthenticatedUser
-  data: Data | undefined
+  data: Data
   db: Db
 }
 
@@ -75,11 +80,20 @@ export interface UserTenancy<Data> {
   db: Db
 }
 
-export type CompanyRouteSpec<S extends FastifySchema, Data> = RouteParts<S> &
+/** Who answers a read that found no row: the pipeline with a 404 (the default), or the handler (its checks come first). */
+type NotFound = '404' | 'handler'
+type Found<Data, Missing extends NotFound> = Missing extends 'handler' ? Data | undefined : Data
+
+export type CompanyRouteSpec<S extends FastifySchema, Data, Missing extends NotFound> = RouteParts<S> &
   RoleRequirement & {
-    /** A read's data query: run in one statement with the principal and membership, gated on the membership. */
+    /**
+     * A data query: run in one statement with the principal and membership, gated on the membership,
+     * a write's included (the row it would otherwise read again). Nothing found: 404 `not_found`,
+     * unless `notFound: 'handler'`.
+     */
     read?: CompanyRead<ParamsOf<S>, Data>
-    handler: (request: Request<S>, reply: Reply<S>, tenancy: CompanyTenancy<Data>) => Returns<S>
+    notFound?: Missing
+    handler: (request: Request<S>, reply: Reply<S>, tenancy: CompanyTenancy<Found<Data, Missing>>) => Returns<S>
   }
 
 export type UserRouteSpec<S extends FastifySchema, Data> = RouteParts<S> & {
@@ -87,6 +101,10 @@ export type UserRouteSpec<S extends FastifySchema, Data> = RouteParts<S> & {
   read?: UserRead<ParamsOf<S>, Data>
   orderBy?: readonly (keyof Data & string)[]
   handler: (request: Request<S>, reply: Reply<S>, tenancy: UserTenancy<Data>) => Returns<S>
+}
+
+export type PublicRouteSpec<S extends FastifySchema> = RouteParts<S> & {
+  handler: (this: FastifyInstance, request: Request<S>, reply: Reply<S>) => Returns<S>
 }
 
 type TypeboxRoute = RouteOptions<
@@ -99,49 +117,167 @@ type TypeboxRoute = RouteOptions<
   TypeBoxTypeProvider
 >
 
-const notAdmitted = (url: string) => new Error(`${url} reached its handler without the tenancy pipeline's admission`)
+type Hook = (request: FastifyRequest, reply: FastifyReply, ...rest: never[]) => unknown
+/** A route's own hooks of one kind, as Fastify takes them (one, a list, or none). */
+const own = (hooks: unknown): Hook[] => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks as Hook])
+
+const notFound = () => problem(404, 'not_found', 'Not found.')
+
+/**
+ * The net: an authenticated route's success that nobody admitted (or, on a company route, whose
+ * member nobody admitted) is a bug and must not reach the client. onSend, not preSerialization: a
+ * body sent as JSON text (route 9) skips serialisation and its hooks.
+ */
+async function assertAdmitted(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+  if (reply.statusCode >= 400) return payload
+  if (!request.auth) throw new Error('a route answered without admitting the principal')
+  if (request.routeOptions.config.tenancy?.kind === 'company' && !request.companyRole) {
+    throw new Error('a company-scoped route answered without admitting the member')
+  }
+  return payload
+}
+
+/**
+ * Chat presence (§4 route 6): every request admitted for a company role marks that role seen. A
+ * side write after the answer is sent, bounded (./presence.ts), a failure only logged and counted,
+ * so that a slow or locked presence table never changes an answer nor holds its connection.
+ */
+async function markSeen(request: FastifyRequest): Promise<void> {
+  if (!request.companyRole) return
+  try {
+    await request.server.presence.markSeen(request.companyRole.companyRoleId)
+  } catch (error) {
+    request.log.warn({ err: error }, 'presence: the role could not be marked seen')
+    request.server.metrics.sideWriteFailures.labels('presence').inc()
+  }
+}
+
+/** GET and HEAD: their admission and data may come from a replica. */
+const isRead = (method: string | string[]): boolean => (Array.isArray(method) ? method : [method]).every((one) => one === 'GET' || one === 'HEAD')
+
+/**
+ * Read-your-writes (src/plugins/reads.ts): once a write's answer is final (its transaction, a keyed
+ * one included, committed), the primary's WAL position is kept for its user, before the caller has it.
+ */
+function recordWritePosition(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+  return request.server.reads.recordWrite(request, reply).then(() => payload)
+}
+
+/** A keyed route's hooks (`config.idempotency`, src/idempotency/plugin.ts), empty for any other. */
+function keyHooks(route: { url: string; schema: FastifySchema; config?: { idempotency?: boolean } }) {
+  if (!route.config?.idempotency) return { preHandler: [], onSend: [], onResponse: [] }
+  requireKeyHeader(route.url, route.schema)
+  return { preHandler: [idempotencyHooks.takeKey], onSend: [idempotencyHooks.commitAnswer], onResponse: [idempotencyHooks.endAbandoned] }
+}
 
 /**
  * A route acting for `{company_role_id}` (§3), the only way to declare one (the pipeline refuses to
- * start with any other). A read's data query runs in the one statement that admits the caller; a
- * route without one (a write) is admitted before its handler. The handler gets the member.
+ * start with any other). Its whole way, in order:
+ * 1. onRequest: the bearer token's signature and claims (401), then the route's own hooks;
+ * 2. the body's parsing and the route's own preValidation, then its schema (400);
+ * 3. preHandler: admission in one statement (principal 401, membership 404, role kind 403
+ *    `wrong_role`, permission 403), with the read's data row (404 when none, by default); then
+ *    the route's own preHandler; then, on a keyed route, the Idempotency-Key (409, 422, a replay);
+ * 4. the handler, given the member and the data;
+ * 5. onSend: the net (no success unadmitted), then a keyed route's answer committed with its work,
+ *    then a write's WAL position kept for its user's next reads (read-your-writes);
+ * 6. onResponse: a keyed transaction left open is rolled back; the member's role is marked seen.
  */
-export function companyRoute<const S extends FastifySchema, Data = never>(spec: CompanyRouteSpec<S, Data>): TypeboxRoute {
-  const { role, permission, read, handler, config, ...route } = spec
+export function companyRoute<const S extends FastifySchema, Data = undefined, const Missing extends NotFound = '404'>(
+  spec: CompanyRouteSpec<S, Data, Missing>,
+): TypeboxRoute {
+  const { role, permission, read, notFound: whenNone, handler, config, onRequest, preHandler, onSend, onResponse, ...route } = spec
+  const requirement: RoleRequirement = role ? { role, permission } : { permission }
+  const statement = read && new ScopedStatement(read as CompanyRead<object, Data>)
   const tenancy: TenancyDeclaration = {
     kind: 'company',
-    requirement: role ? { role, permission } : { permission },
-    ...(read ? { statement: new ScopedStatement(read as CompanyRead<object, Data>) as ScopedStatement<object, unknown> } : {}),
+    requirement,
+    ...(statement ? { statement: statement as ScopedStatement<object, unknown> } : {}),
   }
+  const keyed = keyHooks(spec)
+  const reads = isRead(spec.method)
+  // The admitted request's data row, for its handler: typed here, never on the request.
+  const found = new WeakMap<FastifyRequest, Data>()
+
+  async function admit(request: FastifyRequest): Promise<void> {
+    const key = scopedPrincipalKey(request)
+    if (!statement) return void admitMember(request, await findUserWithMembership(request.server.db, key), requirement)
+    // A read may run on a replica (src/plugins/reads.ts), which may not have replayed a new login's
+    // family or a new membership yet: the primary confirms a refusal. A write's admission stays on the primary.
+    const run = (db: Db) => statement.run(db, key, request.params as object)
+    const { principal, data } = reads
+      ? await request.server.reads.run(request, run, (found) => found.principal?.membership !== undefined)
+      : await run(request.server.db)
+    admitMember(request, principal, requirement)
+    if (data !== undefined) found.set(request, data)
+    else if (whenNone !== 'handler') throw notFound()
+  }
+
   return {
     ...route,
     config: { ...config, tenancy },
-    handler(request, reply) {
+    onRequest: [authenticate, ...own(onRequest)],
+    preHandler: [admit, ...own(preHandler), ...keyed.preHandler],
+    onSend: [...own(onSend), assertAdmitted, ...keyed.onSend, ...(reads ? [] : [recordWritePosition])],
+    onResponse: [...own(onResponse), ...keyed.onResponse, markSeen],
+    handler(request: FastifyRequest, reply: FastifyReply) {
       const { auth, companyRole } = request
-      if (!auth || !companyRole) throw notAdmitted(spec.url)
-      const given = { companyRole, user: auth.user, data: request.tenancyData as Data | undefined, db: request.db }
-      return handler(request as Request<S>, reply as Reply<S>, given)
+      if (!auth || !companyRole) throw new Error(`${spec.url} reached its handler without admission`)
+      const data = found.get(request) as Found<Data, Missing>
+      return handler(request as Request<S>, reply as Reply<S>, { companyRole, user: auth.user, data, db: request.db })
     },
-  } as TypeboxRoute
+  } as unknown as TypeboxRoute
 }
 
-/** An authenticated route of the token's user alone (route 4). */
+/**
+ * An authenticated route of the token's user alone (route 4). Its way: the bearer token (401),
+ * parsing and validation (400), admission of the active user with the read's rows in one
+ * statement (401), a keyed route's Idempotency-Key, the handler, the net, a keyed answer's commit,
+ * a write's WAL position.
+ */
 export function userRoute<const S extends FastifySchema, Data = never>(spec: UserRouteSpec<S, Data>): TypeboxRoute {
-  const { read, orderBy, handler, config, ...route } = spec
-  const tenancy: TenancyDeclaration = {
-    kind: 'user',
-    ...(read ? { statement: new PrincipalStatement(read as UserRead<object, Data>, orderBy) as PrincipalStatement<object, unknown> } : {}),
+  const { read, orderBy, handler, config, onRequest, preHandler, onSend, onResponse, ...route } = spec
+  const statement = read && new PrincipalStatement(read as UserRead<object, Data>, orderBy)
+  const tenancy: TenancyDeclaration = { kind: 'user', ...(statement ? { statement: statement as PrincipalStatement<object, unknown> } : {}) }
+  const keyed = keyHooks(spec)
+  const reads = isRead(spec.method)
+  const found = new WeakMap<FastifyRequest, Data[]>()
+
+  async function admit(request: FastifyRequest): Promise<void> {
+    const key = principalKey(request)
+    if (!statement) return void admitUser(request, await findActiveUserForToken(request.server.db, key))
+    const run = (db: Db) => statement.run(db, key, request.params as object)
+    const { user, data } = reads ? await request.server.reads.run(request, run, (found) => found.user !== undefined) : await run(request.server.db)
+    admitUser(request, user)
+    found.set(request, data)
   }
+
   return {
     ...route,
     config: { ...config, tenancy },
-    handler(request, reply) {
-      if (!request.auth) throw notAdmitted(spec.url)
-      return handler(request as Request<S>, reply as Reply<S>, {
-        user: request.auth.user,
-        data: (request.tenancyData ?? []) as Data[],
-        db: request.db,
-      })
+    onRequest: [authenticate, ...own(onRequest)],
+    preHandler: [admit, ...own(preHandler), ...keyed.preHandler],
+    onSend: [...own(onSend), assertAdmitted, ...keyed.onSend, ...(reads ? [] : [recordWritePosition])],
+    onResponse: [...own(onResponse), ...keyed.onResponse],
+    handler(request: FastifyRequest, reply: FastifyReply) {
+      if (!request.auth) throw new Error(`${spec.url} reached its handler without admission`)
+      return handler(request as Request<S>, reply as Reply<S>, { user: request.auth.user, data: found.get(request) ?? [], db: request.db })
     },
-  } as TypeboxRoute
+  } as unknown as TypeboxRoute
+}
+
+/**
+ * A route anyone may call (no bearer token): its own hooks only, and on a keyed route (route 10)
+ * the Idempotency-Key after them, scoped to its path, whose secret is its credential.
+ */
+export function publicRoute<const S extends FastifySchema>(spec: PublicRouteSpec<S>): TypeboxRoute {
+  const { config, preHandler, onSend, onResponse, ...route } = spec
+  const keyed = keyHooks(spec)
+  return {
+    ...route,
+    config: { ...config, public: true },
+    preHandler: [...own(preHandler), ...keyed.preHandler],
+    onSend: [...own(onSend), ...keyed.onSend],
+    onResponse: [...own(onResponse), ...keyed.onResponse],
+  } as unknown as TypeboxRoute
 }

@@ -78,7 +78,7 @@ class RowSplitter {
 /**
  * A company route's read in one statement (one round trip): the token's principal, their membership
  * of `{company_role_id}`, and the route's data query as a lateral join that runs only for a member.
- * `run` returns what it found; the pipeline (src/tenancy/plugin.ts) admits the caller from it in
+ * `run` returns what it found; the route's admission (src/tenancy/routes.ts) admits the caller from it in
  * the order of checks. Built and compiled once, when the route is declared.
  */
 export class ScopedStatement<Params extends object, Data> {

@@ -1,12 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyRequest } from 'fastify'
-import { esignWebhookRouteSchema } from '../../schemas/webhooks.js'
-import type { Config } from '../config.js'
-import { problem } from '../lib/problem.js'
-import { wellFormedJsonParser } from '../lib/well-formed-json.js'
-import { audit } from '../observability/audit.js'
-import { hasValidContentHmac, matchesAnySecret } from './authenticity.js'
-import { esignDeliveryReceiver } from './esign-delivery.js'
+import webhookRoutes, { type WebhookRouteOptions } from './routes.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -15,87 +8,19 @@ declare module 'fastify' {
   }
 }
 
-/** Wrong path secrets per client address (src/auth/throttle/address-failure-limit.ts, given by the app). */
-export interface SecretGuessLimit {
-  /** A right secret: throws 429 while the address is at its limit, else counts nothing. */
-  admit(clientAddress: string): Promise<void>
-  /** A wrong secret: counted, or throws 429 when the address is already at its limit. */
-  fail(clientAddress: string): Promise<void>
-}
-
-export interface WebhookPluginOptions {
-  config: Config
-  secretGuesses: SecretGuessLimit
-}
-
-type JsonParser = (request: FastifyRequest, body: string, done: (error: Error | null, body?: unknown) => void) => void
-
-const WEBHOOK_BODY_LIMIT = 1024 * 1024
-
 /**
- * Inbound provider notifications (route 12). The scope keeps JSON bodies raw, because the HMAC and
- * the dedupe key are over the exact bytes; the JSON is parsed only once the HMAC has passed.
- * Every other media type is 415.
+ * Inbound provider notifications' scope: JSON bodies kept raw, because the HMAC and the dedupe key
+ * are over the exact bytes (./routes.ts parses them once the HMAC has passed). Every other media
+ * type is 415.
  */
-const webhookRoutes: FastifyPluginAsyncTypebox<WebhookPluginOptions> = async (app, { config, secretGuesses }) => {
-  // Fastify's own parser, for the same errors (empty, invalid) and prototype-poisoning protection,
-  // refusing lone surrogates as every JSON body is.
-  const defaultJsonParser = wellFormedJsonParser(app) as JsonParser
-  const parseJson = (request: FastifyRequest, raw: Buffer) =>
-    new Promise<unknown>((resolve, reject) => {
-      defaultJsonParser(request, raw.toString('utf8'), (error, body) => (error ? reject(error) : resolve(body)))
-    })
-
-  const deliveries = esignDeliveryReceiver(app.db)
-
+const webhookPlugin: FastifyPluginAsyncTypebox<WebhookRouteOptions> = async (app, { config, secretGuesses }) => {
   app.decorateRequest('rawBody', null)
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     request.rawBody = body as Buffer
     done(null, body)
   })
-
-  app.post(
-    '/webhook/esign/:secret',
-    {
-      schema: esignWebhookRouteSchema,
-      config: { public: true },
-      bodyLimit: WEBHOOK_BODY_LIMIT,
-      // Before the body is read: a wrong secret learns nothing, not even whether its body was acceptable.
-      // Wrong secrets are limited per address like failed logins: 404 under the limit, then 429 for
-      // anything from that address, the right secret too, until the window ends.
-      onRequest: async (request) => {
-        const right = matchesAnySecret(request.params.secret, config.esignWebhookSecrets)
-        try {
-          await (right ? secretGuesses.admit(request.ip) : secretGuesses.fail(request.ip))
-        } catch (error) {
-          app.metrics.webhookDeliveries.labels('rejected').inc()
-          audit.webhookRejected(request.log, { provider: 'esign', reason: 'throttled', clientAddress: request.ip })
-          throw error
-        }
-        if (!right) {
-          app.metrics.webhookDeliveries.labels('rejected').inc()
-          audit.webhookRejected(request.log, { provider: 'esign', reason: 'secret', clientAddress: request.ip })
-          throw problem(404, 'not_found', 'Not found.')
-        }
-      },
-      preValidation: async (request) => {
-        const key = config.esignWebhookHmacKey
-        if (key !== undefined && !hasValidContentHmac(request.rawBody ?? Buffer.alloc(0), request.headers['content-hmac'], key)) {
-          app.metrics.webhookDeliveries.labels('rejected').inc()
-          audit.webhookRejected(request.log, { provider: 'esign', reason: 'signature', clientAddress: request.ip })
-          throw problem(401, 'invalid_signature', 'The Content-Hmac header is missing or does not match the body.')
-        }
-        if (request.rawBody !== null) request.body = (await parseJson(request, request.rawBody)) as typeof request.body
-      },
-    },
-    async (request, reply) => {
-      const receipt = await deliveries.submit({ rawBody: request.rawBody ?? Buffer.alloc(0), notification: request.body })
-      app.metrics.webhookDeliveries.labels(receipt.duplicate ? 'duplicate' : (receipt.outcome ?? 'ignored')).inc()
-      request.logResult = { event: request.body.event.name, envelope_key: request.body.document.key, ...receipt }
-      return reply.code(201).send({ received: true, duplicate: receipt.duplicate })
-    },
-  )
+  await app.register(webhookRoutes, { config, secretGuesses })
 }
 
-export default webhookRoutes
+export default webhookPlugin

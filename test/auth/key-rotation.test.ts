@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { secretKeyId } from '../../src/auth/signing-keys.js'
+import { secretKeyId } from '../../src/tokens/signing-keys.js'
 import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp, type Tokens } from '../helpers/app.js'
 import { accessClaims, decodeClaims, decodeHeader, forgeHs256, forgeWithKey } from '../helpers/jwt.js'
 

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { afterAll, describe, expect, it } from 'vitest'
-import type { CounterStore } from '../../src/auth/throttle/counter-store.js'
+import type { CounterStore } from '../../src/lib/counter-store.js'
 import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
 import { RedisCounterStore } from '../../src/auth/throttle/redis-counter-store.js'
 import { buildTestApp, DEMO_PASSWORD, problemOf, useTestApp } from '../helpers/app.js'

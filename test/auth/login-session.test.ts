@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { createLoginSession } from '../../src/auth/repository.js'
-import { newJti } from '../../src/auth/tokens.js'
+import { createLoginSession } from '../../src/tokens/repository.js'
+import { newJti } from '../../src/tokens/tokens.js'
 import { DEMO, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
 

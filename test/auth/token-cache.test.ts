@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { VerifiedTokenCache, type TokenClaims } from '../../src/auth/tokens.js'
+import { VerifiedTokenCache, type TokenClaims } from '../../src/tokens/tokens.js'
 
 const claims = (exp: number): TokenClaims => ({
   token_type: 'access',

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { beforeEach, describe, expect, it } from 'vitest'
-import { PRESENCE_WRITE_INTERVAL_MS, PresenceTracker } from '../../src/company/chat/presence.js'
+import { PRESENCE_WRITE_INTERVAL_MS, PresenceTracker } from '../../src/tenancy/presence.js'
 import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
 
@@ -17,7 +17,7 @@ beforeEach(async () => {
 })
 
 /**
- * Route 6. Presence is written after the answer is sent (a side write, src/company/chat/presence-plugin.ts):
+ * Route 6. Presence is written after the answer is sent (a side write declared by companyRoute, src/tenancy/routes.ts):
  * the helper waits for that write, so that what a test reads next includes it.
  */
 async function presence(partnerId: string, token = bob, roleId: string = roles.betaBuyer) {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { CounterLimit, CounterStore } from './counter-store.js'
+import type { CounterLimit, CounterStore } from '../../lib/counter-store.js'
 import { throttled } from './throttled.js'
 
 /** A wrong attempt is in flight only between its count and its settlement: a lease of seconds is ample. */

@@ -1,4 +1,4 @@
-import type { CounterLimit, CounterStore, ReleaseListener, Reservation, Settlement } from './counter-store.js'
+import type { CounterLimit, CounterStore, ReleaseListener, Reservation, Settlement } from '../../lib/counter-store.js'
 
 /** After Redis failed, this process's counters alone for so long: a login does not wait for a Redis that is down at each step. */
 const PRIMARY_RETRY_MS = 1000

@@ -1,6 +1,6 @@
 import { createHmac, hkdfSync } from 'node:crypto'
 import { isIPv4, isIPv6 } from 'node:net'
-import type { CounterStore } from './counter-store.js'
+import type { CounterStore } from '../../lib/counter-store.js'
 
 /**
  * The place of a client address: its /24 (IPv4) or /64 (IPv6), the unit an address moves within

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto'
-import type { CounterLimit, CounterStore, Reservation, Settlement } from './counter-store.js'
+import type { CounterLimit, CounterStore, Reservation, Settlement } from '../../lib/counter-store.js'
 import type { FamiliarPlaces } from './familiar-places.js'
 import { throttled } from './throttled.js'
 import { Waiters } from './waiters.js'

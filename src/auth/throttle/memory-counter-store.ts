@@ -1,4 +1,4 @@
-import type { CounterLimit, CounterStore, Release, ReleaseListener, Reservation, Settlement } from './counter-store.js'
+import type { CounterLimit, CounterStore, Release, ReleaseListener, Reservation, Settlement } from '../../lib/counter-store.js'
 
 /** One process's counters; bounded so that a flood of distinct keys cannot exhaust memory. */
 export class MemoryCounterStore implements CounterStore {

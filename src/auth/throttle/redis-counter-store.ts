@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis'
-import type { CounterLimit, CounterStore, Release, ReleaseListener, Reservation, Settlement } from './counter-store.js'
+import type { CounterLimit, CounterStore, Release, ReleaseListener, Reservation, Settlement } from '../../lib/counter-store.js'
 
 /** Where a counter's releases are published: its key with this suffix, a channel per key. */
 const RELEASED = ':released'

@@ -1,4 +1,4 @@
-import type { Release, ReleaseFeed, ReleaseListener } from './counter-store.js'
+import type { Release, ReleaseFeed, ReleaseListener } from '../../lib/counter-store.js'
 
 /**
  * How often a waiter tries again while the releases of its key may go unheard (not yet subscribed,

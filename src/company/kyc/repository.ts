@@ -77,17 +77,14 @@ interface SellerKycRow {
   documents: LatestKycDocument[] | null
 }
 
-function toSellerKyc(row: SellerKycRow | undefined): SellerKyc | undefined {
+export function toSellerKyc(row: SellerKycRow | undefined): SellerKyc | undefined {
   if (!row || row.name === null || row.tax_id === null) return undefined
   return { company: { name: row.name, tax_id: row.tax_id }, documents: row.documents ?? [], openSolicitation: row.open_solicitation }
 }
 
-const sellerKycStatement = new Precompiled((db, p: { buyerRoleId: string; sellerRoleId: string }) => sellerKycRow(db, p.buyerRoleId, p.sellerRoleId))
-
-/** What routes 5 and 7 need to know about a seller, in one round trip; undefined when not an active seller role. */
-export async function loadSellerKyc(db: Db, buyerRoleId: string, sellerRoleId: string): Promise<SellerKyc | undefined> {
-  return toSellerKyc(await sellerKycStatement.first(db, { buyerRoleId, sellerRoleId }))
-}
+/** Route 5's data query: the seller's KYC as the buyer in `{company_role_id}` sees it (read with `toSellerKyc`). */
+export const sellerKycRead = (db: Kysely<Database>, scope: Scope<{ seller_id: string }>) =>
+  sellerKycRow(db, scope.companyRoleId, scope.params.seller_id)
 
 /** The required types in the order route 7 lists them, as SQL literals (the vocabulary is the one list). */
 const REQUIRED_TYPES = sql.join(KYC_TYPES.map((type) => sql.lit(type)))

@@ -1,12 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { checkDocumentsRouteSchema, solicitationRouteSchema, type SolicitationRequest } from '../../../schemas/documents.js'
-import type { Db } from '../../../db/types.js'
 import { emptyBodyAsObject } from '../../lib/optional-body.js'
 import { problem } from '../../lib/problem.js'
 import { companyRoute } from '../../tenancy/routes.js'
 import { sendJsonText } from '../../lib/json-text.js'
-import { insertOpenSolicitation, loadSellerKyc, sellerChecklistRead, type SellerKyc, type Solicitation } from './repository.js'
+import { insertOpenSolicitation, sellerChecklistRead, sellerKycRead, toSellerKyc, type SellerKyc, type Solicitation } from './repository.js'
 import { inChecklistOrder, kycChecklist, typesNotApproved, utcToday } from './status.js'
 
 const SUPPORTED_VERSIONS = new Set(['v1'])
@@ -22,12 +21,6 @@ const alreadyOpen = (solicitationId: string) =>
 async function requireSupportedVersion(request: FastifyRequest): Promise<void> {
   const { version } = request.params as { version: string }
   if (!SUPPORTED_VERSIONS.has(version)) throw problem(404, 'unsupported_version', 'Unsupported API version; this route exists in v1.')
-}
-
-async function requireSeller(db: Db, buyerRoleId: string, sellerRoleId: string): Promise<SellerKyc> {
-  const kyc = await loadSellerKyc(db, buyerRoleId, sellerRoleId)
-  if (!kyc) throw sellerNotFound()
-  return kyc
 }
 
 /** The types to ask for: the ones given, else every type not approved; never none. */
@@ -68,10 +61,7 @@ const kycRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: checkDocumentsRouteSchema,
       read: sellerChecklistRead,
       // The answer is built by the database (see sellerChecklistRead), in the response schema's shape.
-      handler: async (_request, reply, { data }) => {
-        if (!data) throw sellerNotFound()
-        return sendJsonText(reply, data.body_json)
-      },
+      handler: async (_request, reply, { data }) => sendJsonText(reply, data.body_json),
     }),
   )
 
@@ -84,12 +74,17 @@ const kycRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: solicitationRouteSchema,
       config: { idempotency: true },
       preValidation: [requireSupportedVersion, emptyBodyAsObject],
-      handler: async (request, reply, { companyRole, user, db }) => {
+      // The seller's KYC, read in the admitting statement: no second round trip for it. The handler
+      // answers its absence, after the due date's check, as a keyed answer (kept for a retry).
+      read: sellerKycRead,
+      notFound: 'handler',
+      handler: async (request, reply, { companyRole, user, data, db }) => {
         const { seller_id: sellerId } = request.params
         const buyerRoleId = companyRole.companyRoleId
         const today = utcToday(new Date())
         assertDueDateNotPast(request.body.due_date, today)
-        const kyc = await requireSeller(db, buyerRoleId, sellerId)
+        const kyc = toSellerKyc(data)
+        if (!kyc) throw sellerNotFound()
         if (kyc.openSolicitation) throw alreadyOpen(kyc.openSolicitation.id)
         const outcome = await insertOpenSolicitation(db, {
           buyerRoleId,

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../../db/types.js'
-import { tokenNotValid } from '../tenancy/admission.js'
 import { createLoginSession, createSession, findRetriedSuccessor, revokeFamilyOnReuse, spendAndReplaceRefreshToken } from './repository.js'
-import { newJti, type RefreshTerm, type TokenSigner } from './tokens.js'
+import { newJti, tokenNotValid, type RefreshTerm, type TokenSigner } from './tokens.js'
 
 export interface TokenPair {
   access: string

@@ -1,8 +1,7 @@
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { tokenNotValid } from '../tenancy/admission.js'
-import { TokenSigner, VerifiedTokenCache, type TokenClaims } from './tokens.js'
+import { tokenNotValid, TokenSigner, VerifiedTokenCache, type TokenClaims } from './tokens.js'
 import type { Config } from '../config.js'
 import { problem } from '../lib/problem.js'
 import { keyRing, signingKeyId } from './signing-keys.js'
@@ -24,7 +23,7 @@ declare module 'fastify' {
 const notAuthenticated = () => problem(401, 'not_authenticated', 'Authentication credentials were not provided.')
 
 /**
- * Access tokens remembered once verified (src/auth/tokens.ts), each until its `exp`. This remembers
+ * Access tokens remembered once verified (src/tokens/tokens.ts), each until its `exp`. This remembers
  * only what the token itself says. Whether its user is still active, its family unrevoked and its
  * membership current is read from the database on every request (§2), so a disabled user or a
  * removed membership still loses access at once.
@@ -40,7 +39,7 @@ function jwtPluginOptions(config: Config['jwt']) {
       requiredClaims: ['exp', 'iat', 'jti', 'token_type', 'user_id', ...(config.issuer ? ['iss'] : []), ...(config.audience ? ['aud'] : [])],
       ...(config.issuer ? { allowedIss: config.issuer } : {}),
       ...(config.audience ? { allowedAud: config.audience } : {}),
-      // The service keeps its own cache of access tokens, keyed without hashing (src/auth/tokens.ts).
+      // The service keeps its own cache of access tokens, keyed without hashing (src/tokens/tokens.ts).
       cache: false,
     },
   }
@@ -58,25 +57,25 @@ function bearerToken(request: FastifyRequest): string | undefined {
 }
 
 /**
- * Registers the JWT keys and the `onRequest` hook that verifies the bearer token of every route
- * whose config does not mark it public (401). Whether its user is still active, and their
- * membership, is the tenancy pipeline's to read and decide, after validation (src/tenancy/plugin.ts).
+ * The bearer token's signature and claims (401), the first onRequest hook of every authenticated
+ * route (src/tenancy/routes.ts declares it). Whether its user is still active, and their
+ * membership, is the tenancy pipeline's to read and decide, after validation.
  */
+export async function authenticate(request: FastifyRequest): Promise<void> {
+  const token = bearerToken(request)
+  if (token === undefined) throw notAuthenticated()
+  const claims = request.server.tokens.verify(token, 'access')
+  if (!claims) throw tokenNotValid()
+  request.tokenClaims = claims
+}
+
+/** Registers the JWT keys and the token signer (`app.tokens`) that issues and verifies the service's tokens. */
 export default fp(
   async function authenticationPlugin(app: FastifyInstance, options: { config: Config }) {
     const jwtOptions = jwtPluginOptions(options.config.jwt)
     await app.register(fastifyJwt, jwtOptions)
     app.decorate('tokens', new TokenSigner(app.jwt, options.config, new VerifiedTokenCache(VERIFIED_TOKEN_CACHE_SIZE), keyRing(options.config)))
     app.decorateRequest('tokenClaims', null as unknown as TokenClaims)
-
-    app.addHook('onRequest', async (request) => {
-      if (request.is404 || request.routeOptions.config.public) return
-      const token = bearerToken(request)
-      if (token === undefined) throw notAuthenticated()
-      const claims = app.tokens.verify(token, 'access')
-      if (!claims) throw tokenNotValid()
-      request.tokenClaims = claims
-    })
   },
   { name: 'authentication', dependencies: ['database'] },
 )

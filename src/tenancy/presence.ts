@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import type { Kysely } from 'kysely'
-import type { Database } from '../../../db/types.js'
+import type { Database } from '../../db/types.js'
 
 /** At most one presence write per company role per this many milliseconds (§4 route 6). */
 export const PRESENCE_WRITE_INTERVAL_MS = 30_000

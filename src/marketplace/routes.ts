@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { titleDocumentsRouteSchema } from '../../schemas/marketplace.js'
 import { sendJsonText } from '../lib/json-text.js'
-import { problem } from '../lib/problem.js'
 import { companyRoute } from '../tenancy/routes.js'
 import { titleDocumentsRead } from './repository.js'
 
@@ -14,11 +13,8 @@ const marketplaceRoutes: FastifyPluginAsyncTypebox = async (app) => {
       permission: 'marketplace',
       schema: titleDocumentsRouteSchema,
       read: titleDocumentsRead,
-      // A title that does not exist or that the member may not see is 404, as if it did not exist.
-      handler: async (_request, reply, { data: title }) => {
-        if (!title) throw problem(404, 'not_found', 'Not found.')
-        return sendJsonText(reply, title.documents_json)
-      },
+      // A title that does not exist or that the member may not see is 404 (the read's default), as if it did not exist.
+      handler: async (_request, reply, { data: title }) => sendJsonText(reply, title.documents_json),
     }),
   )
 }

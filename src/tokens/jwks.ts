@@ -1,6 +1,4 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { KeyObject } from 'node:crypto'
-import { jwksRouteSchema } from '../../schemas/auth.js'
 import type { Config } from '../config.js'
 import { jwkThumbprint } from './signing-keys.js'
 
@@ -16,14 +14,3 @@ export function publicJwks(config: Config['jwt']) {
   const keys = [...current, ...previous]
   return { keys: keys.filter((key, index) => keys.findIndex((other) => other.kid === key.kid) === index) }
 }
-
-/** Public keys for verifying the service's tokens; empty when tokens are signed with a shared secret. */
-const jwksRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
-  const body = publicJwks(config.jwt)
-  app.get('/.well-known/jwks.json', { schema: jwksRouteSchema, config: { public: true } }, async (request, reply) => {
-    reply.header('cache-control', 'public, max-age=300')
-    return body
-  })
-}
-
-export default jwksRoutes

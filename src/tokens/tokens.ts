@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { JWT } from '@fastify/jwt'
 import type { Config } from '../config.js'
+import { problem } from '../lib/problem.js'
 import type { KeyRing, VerificationKey } from './signing-keys.js'
 
 export type TokenType = 'access' | 'refresh'
@@ -214,3 +215,6 @@ export class TokenSigner {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** The 401 of a token that fails, or whose user or family is no longer active (§2). */
+export const tokenNotValid = () => problem(401, 'token_not_valid', 'Token is invalid or expired')
