@@ -41,9 +41,20 @@ describe('the files a newcomer looks for', () => {
   it('.env.example names every variable the service and its commands read, each commented out', async () => {
     const example = await read('.env.example')
     const named = new Set([...example.matchAll(/^# ([A-Z][A-Z0-9_]+)=/gm)].map((match) => match[1]))
-    // On failure: add the variable to .env.example (a service setting also to the README's table).
+    // On failure: add the variable to .env.example (a service setting also to docs/configuration.md).
     expect(DOCUMENTED.filter((name) => !named.has(name))).toEqual([])
     expect(example).not.toMatch(/^[A-Z]/m)
+  })
+
+  it('docs/configuration.md has a row for every setting of the service', async () => {
+    const table = await read('docs/configuration.md')
+    const named = [...table.matchAll(/^\|([^|]+)\|/gm)].flatMap((match) => {
+      // A row may name a family by suffixes of its first name: `LOGIN_FAILURES_PER_CLIENT`, `_PER_ACCOUNT`.
+      const names = [...match[1]!.matchAll(/`([A-Z_][A-Z0-9_]+)`/g)].map((name) => name[1]!)
+      const first = names[0] ?? ''
+      return names.map((name) => (name.startsWith('_') ? first.slice(0, first.lastIndexOf(`_${name.split('_')[1]}_`)) + name : name))
+    })
+    expect(Object.keys(EnvironmentSchema.properties).filter((name) => !named.includes(name))).toEqual([])
   })
 
   it('every variable read in src/, schemas/ and db/ is in the schema or the registry of the others', async () => {
