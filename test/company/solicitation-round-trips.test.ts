@@ -1,11 +1,7 @@
-import { sql } from 'kysely'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { seedDemoData } from '../../db/seed/demo.js'
+import { describe, expect, it } from 'vitest'
 import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
-import { createPostgresDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db/database.js'
 import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens } from '../helpers/app.js'
-import { runSchemaPrefix } from '../helpers/database.js'
-import { StatementLog } from '../platform/plan-check.js'
+import { useLoggedSchema } from '../helpers/logged-schema.js'
 
 /*
  * Route 5 declares route 7's read (issue 36): the seller's KYC comes in the statement that admits
@@ -17,29 +13,11 @@ const databaseUrl = process.env.TEST_DATABASE_URL
 const { roles } = DEMO
 
 describe.skipIf(!databaseUrl)('route 5: round trips (real PostgreSQL)', () => {
-  const schema = `${runSchemaPrefix(process.ppid)}route5trips`
-  const log = new StatementLog()
-  let handle: DatabaseHandle
-
-  beforeAll(async () => {
-    const admin = createPostgresDatabase({ connectionString: databaseUrl!, poolSize: 1 })
-    await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
-    await sql`CREATE SCHEMA ${sql.id(schema)}`.execute(admin.db)
-    await admin.db.destroy()
-    handle = createPostgresDatabase({ connectionString: databaseUrl!, poolSize: 2, schema, preparedStatements: true, log: log.log })
-    await migrateToLatest(handle.db, schema)
-    await seedDemoData(handle.db)
-  }, 60_000)
-
-  afterAll(async () => {
-    await handle?.db.destroy()
-    const admin = createPostgresDatabase({ connectionString: databaseUrl!, poolSize: 1 })
-    await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
-    await admin.db.destroy()
-  })
+  const database = useLoggedSchema(databaseUrl!, 'route5trips')
+  const { log } = database
 
   it('opens a solicitation in two statements: the admission with the seller, and the insert', async () => {
-    const app = await buildTestApp({}, { database: handle, counterStore: new MemoryCounterStore() })
+    const app = await buildTestApp({}, { database: database.handle, counterStore: new MemoryCounterStore() })
     try {
       const { access } = await log.as(null, () => obtainTokens(app, 'bob@beta.example', DEMO_PASSWORD))
       log.clear()

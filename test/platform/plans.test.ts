@@ -4,32 +4,21 @@ import { jsonArrayFrom } from 'kysely/helpers/postgres'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { seedDemoData } from '../../db/seed/demo.js'
 import { loadVolume } from '../../db/seed/volume.js'
 import { Uuid } from '../../schemas/common.js'
 import { DEMO_LOGIN, MARIA } from '../../schemas/examples.js'
 import { BEARER_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, when, withExample } from '../../schemas/responses.js'
 import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
-import { createPostgresDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db/database.js'
+import { type DatabaseHandle } from '../../src/db/database.js'
 import { confirmationPath } from '../../src/registration/confirmation.js'
 import { findUserForLink } from '../../src/registration/repository.js'
 import { runRetention } from '../../src/retention/retention.js'
 import { companyRoute } from '../../src/tenancy/routes.js'
 import { buildTestApp, DEMO, DEMO_PASSWORD, bearer, obtainTokens } from '../helpers/app.js'
-import { runSchemaPrefix } from '../helpers/database.js'
 import { TEST_SECRETS } from '../helpers/secrets.js'
 import { WEBHOOK_SECRET } from '../webhooks/helpers.js'
-import {
-  exerciseRoutes,
-  literalOf,
-  nodes,
-  seqScans,
-  sequentialScans,
-  StatementLog,
-  type Branch,
-  type PlanNode,
-  type PublicCase,
-} from './plan-check.js'
+import { exerciseRoutes, literalOf, nodes, seqScans, sequentialScans, type Branch, type PlanNode, type PublicCase } from './plan-check.js'
+import { useLoggedSchema } from '../helpers/logged-schema.js'
 
 /**
  * Issue 17: every statement the routes run must keep an index plan at production volume. The
@@ -137,30 +126,19 @@ describe.runIf(!databaseUrl)('generic plans at production volume', () => {
 })
 
 describe.skipIf(!databaseUrl)('generic plans at production volume (real PostgreSQL)', () => {
-  const schema = `${runSchemaPrefix(process.ppid)}plans`
-  const log = new StatementLog()
+  const database = useLoggedSchema(databaseUrl!, 'plans', { poolSize: 4, arrange: (db) => loadVolume(db, FACTOR) })
+  const { log, schema } = database
   let handle: DatabaseHandle
   let app: FastifyInstance
 
   beforeAll(async () => {
-    const admin = createPostgresDatabase({ connectionString: databaseUrl!, poolSize: 1 })
-    await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
-    await sql`CREATE SCHEMA ${sql.id(schema)}`.execute(admin.db)
-    await admin.db.destroy()
-    handle = createPostgresDatabase({ connectionString: databaseUrl!, poolSize: 4, schema, preparedStatements: true, log: log.log })
-    await migrateToLatest(handle.db, schema)
-    await seedDemoData(handle.db)
-    await loadVolume(handle.db, FACTOR)
+    handle = database.handle
     app = await buildTestApp({}, { database: handle, counterStore: new MemoryCounterStore() })
     log.clear()
   }, 120_000)
 
   afterAll(async () => {
     await app?.close()
-    await handle?.db.destroy()
-    const admin = createPostgresDatabase({ connectionString: databaseUrl!, poolSize: 1 })
-    await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
-    await admin.db.destroy()
   })
 
   it('has no sequential scan of a growing table in any statement of any route', async () => {

@@ -1,21 +1,19 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsync } from 'fastify'
-import { sql, type Kysely } from 'kysely'
+import { type Kysely } from 'kysely'
 import { jsonArrayFrom } from 'kysely/helpers/postgres'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Database } from '../../db/types.js'
-import { seedDemoData } from '../../db/seed/demo.js'
 import { Uuid } from '../../schemas/common.js'
 import { BEARER_PROBLEMS, invalid, jsonResponse, Problems, routeResponses, when, withExample } from '../../schemas/responses.js'
 import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
-import { createPostgresDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db/database.js'
 import type { Scope } from '../../src/tenancy/scoped-statement.js'
 import { companyRoute } from '../../src/tenancy/routes.js'
 import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, useTestApp } from '../helpers/app.js'
-import { runSchemaPrefix } from '../helpers/database.js'
-import { exerciseRoutes, StatementLog } from '../platform/plan-check.js'
+import { exerciseRoutes } from '../platform/plan-check.js'
 import { describeHostileInput } from '../reliability/hostile/suite.js'
 import { describeOrderOfChecks } from './order-of-checks.js'
+import { useLoggedSchema } from '../helpers/logged-schema.js'
 
 /*
  * CONTRIBUTING.md's "How to add a route", proven: a route 13 written the documented way (its
@@ -88,32 +86,14 @@ describe('route 13 itself', () => {
 const databaseUrl = process.env.TEST_DATABASE_URL
 
 describe.skipIf(!databaseUrl)("the plan check's machinery calls route 13 with its examples and records its read (real PostgreSQL)", () => {
-  const schema = `${runSchemaPrefix(process.ppid)}route13`
-  const log = new StatementLog()
-  let handle: DatabaseHandle
-
-  beforeAll(async () => {
-    const admin = createPostgresDatabase({ connectionString: databaseUrl!, poolSize: 1 })
-    await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
-    await sql`CREATE SCHEMA ${sql.id(schema)}`.execute(admin.db)
-    await admin.db.destroy()
-    handle = createPostgresDatabase({ connectionString: databaseUrl!, poolSize: 2, schema, preparedStatements: true, log: log.log })
-    await migrateToLatest(handle.db, schema)
-    await seedDemoData(handle.db)
-  }, 60_000)
-
-  afterAll(async () => {
-    await handle?.db.destroy()
-    const admin = createPostgresDatabase({ connectionString: databaseUrl!, poolSize: 1 })
-    await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
-    await admin.db.destroy()
-  })
+  const database = useLoggedSchema(databaseUrl!, 'route13')
+  const { log } = database
 
   it('finds no problem, and route 13 ran its read statement (test/platform/plans.test.ts plans every such statement at volume)', async () => {
-    const app = await buildTestApp({}, { database: handle, counterStore: new MemoryCounterStore(), extraRoutes: route13 })
+    const app = await buildTestApp({}, { database: database.handle, counterStore: new MemoryCounterStore(), extraRoutes: route13 })
     try {
       log.clear()
-      const problems = await exerciseRoutes(app, handle.db, log, { only: (operation) => operation.includes('/route-13/') })
+      const problems = await exerciseRoutes(app, database.handle.db, log, { only: (operation) => operation.includes('/route-13/') })
       expect(problems, problems.join('\n')).toEqual([])
       const ranBy = [...log.statements.values()].flatMap((recorded) => [...recorded.routes])
       expect(ranBy).toContain('GET /api/company/v1/{company_role_id}/route-13/bank-accounts')
