@@ -16,6 +16,8 @@ export default {
   // The machine is shared: two test processes at most (each holds its own embedded database).
   concurrency: 2,
   timeoutMS: 60_000,
+  // The first run (every test, recording which reach which mutant) takes minutes on a busy machine.
+  dryRunTimeoutMinutes: 30,
   reporters: ['clear-text', 'progress', 'html', 'json'],
   htmlReporter: { fileName: 'reports/mutation/index.html' },
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },
