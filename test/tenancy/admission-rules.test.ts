@@ -62,10 +62,11 @@ describe('the member checks on every company-scoped route', () => {
       await restrict(member.userId, member.roleId, permission)
       const { access } = await obtainTokens(ctx.app, member.email, DEMO_PASSWORD)
       // The control: the membership is live, so the missing permission is what answers.
-      problemOf(await send(route, member.roleId, access), 403, 'permission_denied')
+      const denied = problemOf(await send(route, member.roleId, access), 403, 'permission_denied')
+      expect(denied.detail).toBe('You do not have permission to perform this action.')
 
       await db.updateTable('companies').set({ is_active: false }).where('id', '=', company).execute()
-      problemOf(await send(route, member.roleId, access), 404, 'not_found')
+      expect(problemOf(await send(route, member.roleId, access), 404, 'not_found').detail).toBe('Not found.')
       await db.updateTable('companies').set({ is_active: true }).where('id', '=', company).execute()
       problemOf(await send(route, member.roleId, access), 403, 'permission_denied')
 
