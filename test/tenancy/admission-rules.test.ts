@@ -12,7 +12,8 @@ import { declaredRoutes, exampleBody, exampleParams, MEMBERS, pathOf, routeName 
  * permission_denied), so dropping or reordering the rule fails it.
  */
 
-const routes = (await declaredRoutes()).filter((route) => route.tenancy.kind === 'company')
+const declared = await declaredRoutes()
+const routes = declared.filter((route) => route.tenancy.kind === 'company')
 const ctx = useTestApp()
 const { roles, users, companies } = DEMO
 
@@ -95,5 +96,18 @@ describe('the companies a login lists (route 2)', () => {
     await db.updateTable('companies').set({ is_active: false }).where('id', '=', companies.delta).execute()
     const after = (await login()).json<{ companies: { id: string }[] }>()
     expect(after.companies.map((company) => company.id)).toEqual(before.companies.map((company) => company.id).filter((id) => id !== companies.delta))
+  })
+})
+
+describe('the statement of every read', () => {
+  it('checks the token family with the user, and computes a company read only for a member', () => {
+    const reads = declared.filter((route) => route.tenancy.statement !== undefined)
+    expect(reads.length).toBeGreaterThan(1)
+    for (const route of reads) {
+      const text = route.tenancy.statement!.sql
+      expect(text).toContain('"token_families"."revoked_at" is null')
+      // A non-member's request runs no data query: its rows could only be thrown away after it.
+      if (route.tenancy.kind === 'company') expect(text).toContain('"member"."member_role_id" is not null')
+    }
   })
 })
