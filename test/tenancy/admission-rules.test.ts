@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest'
+import { buildApp } from '../../src/app.js'
+import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
+import { userRoute } from '../../src/tenancy/routes.js'
 import type { DeclaredRoute } from '../../src/tenancy/plugin.js'
 import { PERMISSIONS, type Permission } from '../../src/vocabulary.js'
 import { testDatabase } from '../helpers/database.js'
-import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
+import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp } from '../helpers/app.js'
 import { declaredRoutes, exampleBody, exampleParams, MEMBERS, pathOf, routeName } from '../helpers/declared-routes.js'
 
 /*
@@ -108,6 +111,24 @@ describe('the statement of every read', () => {
       expect(text).toContain('"token_families"."revoked_at" is null')
       // A non-member's request runs no data query: its rows could only be thrown away after it.
       if (route.tenancy.kind === 'company') expect(text).toContain('"member"."member_role_id" is not null')
+    }
+  })
+})
+
+describe('a user route without a read (its own query for the principal)', () => {
+  it("hands the handler the token's user, and answers 401 once the user is disabled", async () => {
+    const database = await testDatabase()
+    const { db } = database
+    const app = await buildApp(testConfig(), { database, counterStore: new MemoryCounterStore() })
+    app.route(userRoute({ method: 'GET', url: '/throwaway/me', schema: {}, handler: async (_request, _reply, { user }) => ({ id: user.id }) }))
+    await app.ready()
+    try {
+      const { access } = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
+      expect((await app.inject({ method: 'GET', url: '/throwaway/me', headers: bearer(access) })).json()).toEqual({ id: users.alice })
+      await db.updateTable('users').set({ is_active: false }).where('id', '=', users.alice).execute()
+      problemOf(await app.inject({ method: 'GET', url: '/throwaway/me', headers: bearer(access) }), 401, 'token_not_valid')
+    } finally {
+      await app.close()
     }
   })
 })
