@@ -69,6 +69,13 @@ describe('the JWT check on authenticated routes', () => {
     expect((await get(bearer(access))).statusCode).toBe(200)
     await db.updateTable('users').set({ is_active: false }).where('id', '=', DEMO.users.alice).execute()
     problemOf(await get(bearer(access)), 401, 'token_not_valid')
+
+    // A revoked family: its access token stops at once, though the user is active and it has not expired.
+    await db.updateTable('users').set({ is_active: true }).where('id', '=', DEMO.users.alice).execute()
+    const family = await aliceFamily()
+    expect((await get(bearer(family.access))).statusCode).toBe(200)
+    await db.updateTable('token_families').set({ revoked_at: new Date() }).where('id', '=', family.fid).execute()
+    problemOf(await get(bearer(family.access)), 401, 'token_not_valid')
   })
 
   it('refuses a token once it expires, though it passed a moment before (verified tokens are remembered until exp only)', async () => {
