@@ -65,6 +65,22 @@ describe('Idempotency-Key on route 5 (document solicitation)', () => {
     expect([same.statusCode, isReplay(same)]).toEqual([201, true])
   })
 
+  it('fingerprints the body canonically: three properties in any order replay; the same types in another order, or fewer, are another request', async () => {
+    const key = newKey()
+    const body = { message: 'Two documents', due_date: null, document_types: ['balance_sheet', 'cnpj_card'] }
+    expect((await solicit(key, body)).statusCode).toBe(201)
+    for (const reordered of [
+      { document_types: ['balance_sheet', 'cnpj_card'], due_date: null, message: 'Two documents' },
+      { due_date: null, document_types: ['balance_sheet', 'cnpj_card'], message: 'Two documents' },
+    ]) {
+      const retry = await solicit(key, reordered)
+      expect([retry.statusCode, isReplay(retry)]).toEqual([201, true])
+    }
+    problemOf(await solicit(key, { ...body, document_types: ['cnpj_card', 'balance_sheet'] }), 422, 'idempotency_key_reused')
+    problemOf(await solicit(key, { ...body, document_types: ['balance_sheet'] }), 422, 'idempotency_key_reused')
+    problemOf(await solicit(key, { ...body, message: 'Two documents ' }), 422, 'idempotency_key_reused')
+  })
+
   it('refuses a malformed key with 400 invalid, naming the header, and runs nothing', async () => {
     for (const key of ['with space', 'x'.repeat(256), 'ключ', '']) {
       const body = problemOf(await solicit(key), 400, 'invalid')
