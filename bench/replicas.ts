@@ -53,8 +53,8 @@ installCleanup()
 process.stderr.write('starting a primary and a replica…\n')
 const cluster = await startStreamingCluster(['0'], (primaryUrl) => recreateBenchDatabase(primaryUrl(DATABASE)))
 const setups = [
-  { id: 'primary', label: 'reads on the primary (no DATABASE_REPLICA_URLS)', env: {} },
-  { id: 'replica', label: 'reads on the replica (DATABASE_REPLICA_URLS)', env: { DATABASE_REPLICA_URLS: cluster.url(1, DATABASE) } },
+  { id: 'primary', label: 'primary (no replica URL)', env: {} },
+  { id: 'replica', label: 'replica (DATABASE_REPLICA_URLS)', env: { DATABASE_REPLICA_URLS: cluster.url(1, DATABASE) } },
 ]
 const scenarios = READS.filter((read) => values.only.split(',').includes(read.id))
 const results = new Map<string, { result: LoadResult; primaryCpu: number; replicaCpu: number }[]>()

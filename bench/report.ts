@@ -325,10 +325,8 @@ export function renderMarkdown(results: BenchResults): string {
   const lines = [
     '# Benchmark results',
     '',
-    'The current figures, all written by `npm run bench:results` at one commit, each table with the command, machine,',
-    'commit and date it ran on; earlier runs are in git (`git log -p bench/RESULTS.md`), before/after studies in the',
-    'messages of the commits they measured. This part is written by `npm run bench` (bench/README.md says what each',
-    'number means); ratios are taken within this one run. From the production-volume section on, the file is kept.',
+    'Current figures only, all written by `npm run bench:results`, each table with its command, machine, commit and',
+    "date; before/after studies are in the commits they measured. This part is `npm run bench`'s (bench/README.md).",
     '',
     `- Command: \`npm run bench${settings.args ? ` -- ${settings.args}` : ''}\``,
     `- Date: ${machine.date}`,

@@ -229,13 +229,7 @@ const SECTIONS: Section[] = [
       const args = quick ? ['--rounds', '1', '--duration', '2', '--warmup', '1'] : ['--rounds', '2']
       const text = await tool('bench/replicas.ts', args)
       const table = text.slice(text.indexOf('Routes ')).trim()
-      return [
-        await provenance(`npx tsx bench/replicas.ts ${args.join(' ')}`, load),
-        '',
-        "The read's database work moves whole to the replica; the primary keeps the once-a-second position poll and presence's side writes.",
-        '',
-        table,
-      ].join('\n')
+      return [await provenance(`npx tsx bench/replicas.ts ${args.join(' ')}`, load), '', table].join('\n')
     },
   },
   {

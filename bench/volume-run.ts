@@ -379,7 +379,8 @@ export async function runVolumeBench(argv: string[]): Promise<void> {
       `- Machine: ${availableParallelism()} × ${cpuModel}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, PostgreSQL ${await postgresVersion(options.demoUrl)}; load average before: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
       `- Volume factor ${options.scale} (${JSON.stringify(volumeCounts(options.scale))}), database ${size}, ${options.reuse ? 'reused from an earlier run' : `generated in ${generationSeconds.toFixed(0)} s (including the demo seed)`}; ANALYZE after loading (autovacuum is off on these machines)`,
       `- ${options.duration} s per load after ${options.warmup} s warm-up, ${options.connections} connections, pool ${options.poolSize}; routes 5 and 8: ${options.probes} sequential requests each, state reset by SQL between them`,
-      `- Args: ${argv.join(' ')}`,
+      // Its databases and output are bench:results' (the section's opening): the arguments that change a figure.
+      `- Args: ${argv.filter((arg, index) => !/^--(database-url|volume-database-url|out)$/.test(arg) && !/^--(database-url|volume-database-url|out)$/.test(argv[index - 1] ?? '')).join(' ')}`,
     ]
     const run = renderRun(header, rounds)
     say(`\n${run}`)
