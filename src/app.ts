@@ -6,6 +6,7 @@ import { EXAMPLES_KEYWORD } from '../schemas/responses.js'
 import authRoutes from './auth/plugin.js'
 import { AddressFailureLimit } from './auth/throttle/address-failure-limit.js'
 import type { CounterStore } from './lib/counter-store.js'
+import type { Redis } from 'ioredis'
 import { FallbackCounterStore } from './auth/throttle/fallback-counter-store.js'
 import { FamiliarPlaces, familiarPlacesKey } from './auth/throttle/familiar-places.js'
 import { LoginThrottle } from './auth/throttle/login-throttle.js'
@@ -103,17 +104,29 @@ function serverOptions(config: Config, options: BuildOptions): FastifyServerOpti
   }
 }
 
-async function counterStore(app: FastifyInstance, config: Config, options: BuildOptions): Promise<CounterStore> {
+/**
+ * The instance's one Redis connection (REDIS_URL), opened when first asked for and shared by the
+ * login counters and the write positions; undefined without REDIS_URL.
+ */
+function redisConnection(app: FastifyInstance, config: Config): () => Promise<Redis | undefined> {
+  let opened: Promise<Redis> | undefined
+  const open = async () => {
+    // Loaded only when configured: most single-instance deployments never need it.
+    const { Redis } = await import('ioredis')
+    // Short timeouts: a request must not hang on the cache; its users fall back instead.
+    const redis = new Redis(config.redisUrl!, { maxRetriesPerRequest: 1, commandTimeout: 500, connectTimeout: 2_000 })
+    redis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error'))
+    app.addHook('onClose', async () => {
+      await redis.quit().catch(() => redis.disconnect())
+    })
+    return redis
+  }
+  return () => (config.redisUrl ? (opened ??= open()) : Promise.resolve(undefined))
+}
+
+async function counterStore(options: BuildOptions, redis: Redis | undefined, app: FastifyInstance): Promise<CounterStore> {
   if (options.counterStore) return options.counterStore
-  if (!config.redisUrl) return new MemoryCounterStore()
-  // Loaded only when configured: most single-instance deployments never need it.
-  const { Redis } = await import('ioredis')
-  // Short timeouts: a login must not hang on the cache; FallbackCounterStore takes over instead.
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, commandTimeout: 500, connectTimeout: 2_000 })
-  redis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error'))
-  app.addHook('onClose', async () => {
-    await redis.quit().catch(() => redis.disconnect())
-  })
+  if (!redis) return new MemoryCounterStore()
   return new FallbackCounterStore(new RedisCounterStore(redis), new MemoryCounterStore(), (error) =>
     app.log.warn({ err: error }, "login throttle: redis failed, using this instance's counters"),
   )
@@ -124,7 +137,12 @@ async function counterStore(app: FastifyInstance, config: Config, options: Build
  * stands (Redis with REDIS_URL, shared by the fleet; else this instance's memory). Undefined
  * without replicas, or on the embedded database.
  */
-async function replicaReads(app: FastifyInstance, config: Config, database: DatabaseHandle): Promise<ReadsPluginOptions['replicas']> {
+async function replicaReads(
+  app: FastifyInstance,
+  config: Config,
+  database: DatabaseHandle,
+  redis: () => Promise<Redis | undefined>,
+): Promise<ReadsPluginOptions['replicas']> {
   if (config.databaseReplicaUrls.length === 0 || database.kind !== 'postgres') return undefined
   const open = (url: string) =>
     createPostgresDatabase({
@@ -144,18 +162,8 @@ async function replicaReads(app: FastifyInstance, config: Config, database: Data
   })
   // Past the bound (and a few polls), every replica a read may use has replayed the position.
   const ttlMs = config.databaseReplicaMaxLagMs + 10_000
-  if (!config.redisUrl) return { set, positions: new MemoryWritePositions(ttlMs), close: () => set.stop() }
-  const { Redis } = await import('ioredis')
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, commandTimeout: 500, connectTimeout: 2_000 })
-  redis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error (write positions)'))
-  return {
-    set,
-    positions: new RedisWritePositions(redis, ttlMs),
-    close: async () => {
-      await set.stop()
-      await redis.quit().catch(() => redis.disconnect())
-    },
-  }
+  const shared = await redis()
+  return { set, positions: shared ? new RedisWritePositions(shared, ttlMs) : new MemoryWritePositions(ttlMs), close: () => set.stop() }
 }
 
 /** Builds the whole service from a configuration; no globals, nothing listens yet. */
@@ -188,11 +196,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(docsPlugin, { publicBaseUrl: config.publicBaseUrl })
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)
-  const counters = await counterStore(app, config, options)
+  const redis = redisConnection(app, config)
+  const counters = await counterStore(options, options.counterStore ? undefined : await redis(), app)
   // Its own connections (Redis's subscription to releases), given or not.
   app.addHook('onClose', () => counters.close())
   await app.register(idempotencyPlugin, { quota: new KeyQuota(counters, config.idempotencyKeyQuota, app.log) })
-  await app.register(readsPlugin, { replicas: await replicaReads(app, config, database) })
+  await app.register(readsPlugin, { replicas: await replicaReads(app, config, database, redis) })
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
   // Keyed by the signing key, which every instance shares: a new key forgets the familiar places.
