@@ -93,11 +93,10 @@ export class ReplicaSet {
    * wrote) past `after`; undefined: the primary, with the reason.
    */
   choose(after: bigint | undefined): { replica: Replica | undefined; reason: ReadReason } {
-    const bound = this.options.maxLagMs / 1000
     let fresh = false
     for (let tried = 0; tried < this.replicas.length; tried++) {
       const replica = this.replicas[this.next++ % this.replicas.length]!
-      if (!replica.up || replica.lagSeconds > bound) continue
+      if (!this.takesReads(replica)) continue
       fresh = true
       if (after === undefined || replica.replayLsn >= after) return { replica, reason: 'replica' }
     }
@@ -106,8 +105,12 @@ export class ReplicaSet {
 
   /** Whether any replica may take reads now (up and within the bound), before asking where the caller's writes stand. */
   usable(): boolean {
-    const bound = this.options.maxLagMs / 1000
-    return this.replicas.some((replica) => replica.up && replica.lagSeconds <= bound)
+    return this.replicas.some((replica) => this.takesReads(replica))
+  }
+
+  /** Up, and within DATABASE_REPLICA_MAX_LAG at the last poll. */
+  private takesReads(replica: Replica): boolean {
+    return replica.up && replica.lagSeconds <= this.options.maxLagMs / 1000
   }
 
   /** A read failed on `replica`: no more reads there until a poll finds it well. */
