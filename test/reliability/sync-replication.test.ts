@@ -8,32 +8,49 @@ import { createPostgresDatabase, migrateToLatest, type DatabaseHandle } from '..
 import { buildTestApp, DEMO, problemOf } from '../helpers/app.js'
 import { openPostgres, workerSchema } from '../helpers/database.js'
 import { cnpj, customerUrl, isReplay, newKey, post } from '../idempotency/helpers.js'
+import { startStreamingCluster, streamingUnavailable } from '../topology/streaming.js'
 
 /**
  * A COMMIT whose wait for the synchronous standby is cancelled (issue 33): PostgreSQL answers it
  * with the warning "canceling wait for synchronous replication" after committing locally. It must
  * be a 503 "may have been applied", never a durable success nor "nothing happened".
  *
- * Needs a server of its own (TEST_SYNC_REP_URL): `synchronous_standby_names` naming a standby that
- * never connects, so that every synchronous commit waits, and `synchronous_commit=local` by default
- * for the set-up; the service's connections ask for `on`. For example, as the postgres user:
- *   initdb -D /tmp/syncpg -U postgres --auth=trust && pg_ctl -D /tmp/syncpg -o "-p 55433 -k /tmp
- *     -c synchronous_standby_names=nobody -c synchronous_commit=local" start
- *   TEST_SYNC_REP_URL=postgres://postgres@127.0.0.1:55433/postgres npx vitest run test/reliability/sync-replication.test.ts
+ * It needs a server whose `synchronous_standby_names` names a standby that never connects, so that
+ * every synchronous commit waits, with `synchronous_commit=local` by default for the set-up (the
+ * service's connections ask for `on`). In the PostgreSQL run (TEST_DATABASE_URL) it makes one
+ * (initdb, as the replica tests do); TEST_SYNC_REP_URL names one of your own instead.
  */
-const url = process.env.TEST_SYNC_REP_URL
+const ownServer = process.env.TEST_SYNC_REP_URL
+const unavailable = ownServer
+  ? undefined
+  : process.env.TEST_DATABASE_URL
+    ? streamingUnavailable()
+    : 'synchronous replication tests skipped: they run with TEST_DATABASE_URL (the PostgreSQL run) or TEST_SYNC_REP_URL'
+if (unavailable) process.stderr.write(`${unavailable}\n`)
 const schema = `${workerSchema()}_syncrep`
 
-describe.skipIf(!url)('a commit not confirmed by the synchronous standby (issue 33)', () => {
+/** A server of its own whose synchronous commits wait for a standby that never comes; its URL. */
+async function serverWaitingForAStandby(): Promise<{ url: string; stop(): Promise<void> }> {
+  const cluster = await startStreamingCluster([], async () => undefined)
+  await cluster.sql(0, "ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
+  await cluster.sql(0, "ALTER SYSTEM SET synchronous_commit = 'local'")
+  await cluster.sql(0, 'SELECT pg_reload_conf()')
+  return { url: cluster.url(0, 'postgres'), stop: () => cluster.stop() }
+}
+
+describe.skipIf(unavailable !== undefined)('a commit not confirmed by the synchronous standby (issue 33)', () => {
+  let server: { url: string; stop(): Promise<void> } | undefined
   let admin: DatabaseHandle
   let app: FastifyInstance
   let access: string
 
   beforeAll(async () => {
-    admin = await openPostgres(url!, schema, 2)
+    if (!ownServer) server = await serverWaitingForAStandby()
+    const url = ownServer ?? server!.url
+    admin = await openPostgres(url, schema, 2)
     await migrateToLatest(admin.db, schema)
     await seedDemoData(admin.db)
-    const service = new URL(url!)
+    const service = new URL(url)
     service.searchParams.set('options', '-c synchronous_commit=on')
     const database = createPostgresDatabase({ connectionString: service.toString(), poolSize: 4, schema, preparedStatements: true })
     app = await buildTestApp({}, { database })
@@ -44,7 +61,8 @@ describe.skipIf(!url)('a commit not confirmed by the synchronous standby (issue 
     await app?.close()
     await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
     await admin?.db.destroy()
-  })
+    await server?.stop()
+  }, 60_000)
 
   /** Cancels each wait for the standby as soon as one shows, until `done`. */
   function cancelWaits(done: Promise<unknown>): Promise<number> {
