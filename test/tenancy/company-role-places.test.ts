@@ -33,7 +33,8 @@ const bodies: [string, Record<string, unknown>][] = [
   ['then', { if: { type: 'object' }, then: roleId }],
   ['else', { if: { type: 'string' }, else: roleId }],
   ['contains', { type: 'array', contains: roleId }],
-  ['patternProperties', { type: 'object', patternProperties: { '^f': roleId } }],
+  // One pattern of two declares it: enough.
+  ['patternProperties', { type: 'object', patternProperties: { '^a': { type: 'string' }, '^f': roleId } }],
   ['a property of a property', { type: 'object', properties: { filter: roleId } }],
 ]
 
@@ -81,6 +82,21 @@ describe('each header spelling of a company role id stops the start', () => {
             }),
           ),
       },
+    )
+    await app.close()
+  })
+})
+
+describe('a schema whose subschemas hold no company role id starts', () => {
+  it('patternProperties and additionalProperties of other properties', async () => {
+    const body = {
+      type: 'object',
+      patternProperties: { '^note_': { type: 'string' }, '^amount_': { type: 'object', properties: { cents: { type: 'integer' } } } },
+      additionalProperties: { type: 'object', properties: { partner_company_role_id: uuid } },
+    }
+    const app = await buildTestApp(
+      {},
+      { extraRoutes: async (app) => void app.route(userRoute({ method: 'POST', url: '/throwaway/notes', schema: { body }, handler: leaked })) },
     )
     await app.close()
   })
