@@ -61,7 +61,7 @@ describe('the safety net of the tenancy pipeline', () => {
     }
   })
 
-  it('a company-scoped route whose member is not admitted answers 500 (logged), or 404 to a non-member, never data', async () => {
+  it('a route whose principal or member is not admitted answers 500 (logged), or 404 to a non-member, never data', async () => {
     const lines: string[] = []
     const logDestination: LogDestination = { write: (line: string) => void lines.push(line) }
     const app = await appWith((app) => {
@@ -75,6 +75,18 @@ describe('the safety net of the tenancy pipeline', () => {
           read: (db, scope) => db.selectFrom('company_roles').select('id').where('id', '=', scope.companyRoleId),
           handler: async (request) => {
             request.companyRole = null
+            return { secret: 'leaked' }
+          },
+        }),
+      )
+      // A user route whose principal is undone in its handler: the net stops that success too.
+      app.route(
+        userRoute({
+          method: 'GET',
+          url: '/throwaway/unadmitted-user',
+          schema: {},
+          handler: async (request) => {
+            request.auth = null
             return { secret: 'leaked' }
           },
         }),
@@ -96,7 +108,11 @@ describe('the safety net of the tenancy pipeline', () => {
       const response = await app.inject({ method: 'GET', url: `/throwaway/in-statement/${roles.acmeSeller}`, headers: bearer(access) })
       problemOf(response, 500, 'server_error')
       expect(response.body).not.toContain('leaked')
-      expect(lines.some((line) => line.includes('without admitting the member'))).toBe(true)
+      expect(lines.some((line) => line.includes('a company-scoped route answered without admitting the member'))).toBe(true)
+      const user = await app.inject({ method: 'GET', url: '/throwaway/unadmitted-user', headers: bearer(access) })
+      problemOf(user, 500, 'server_error')
+      expect(user.body).not.toContain('leaked')
+      expect(lines.some((line) => line.includes('a route answered without admitting the principal'))).toBe(true)
       for (const route of ['in-statement', 'piped']) {
         const refused = await app.inject({ method: 'GET', url: `/throwaway/${route}/${roles.betaBuyer}`, headers: bearer(access) })
         problemOf(refused, 404, 'not_found')

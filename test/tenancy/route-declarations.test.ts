@@ -234,3 +234,54 @@ describe('HEAD on a company route runs the membership check before its handler',
     })
   }
 })
+
+describe("a route's own hooks, one or a list, run in the construct's order", () => {
+  const calls: string[] = []
+  const record = (name: string) => async () => void calls.push(name)
+  const ctx = useTestApp(
+    {},
+    {
+      extraRoutes: async (app: FastifyInstance) => {
+        app.route(
+          companyRoute({
+            method: 'GET',
+            url: '/throwaway/own-hooks/:company_role_id',
+            permission: 'chat',
+            schema: {
+              params,
+              response: routeResponses(
+                { 200: { description: 'Hooks ran', content: { 'application/json': { schema: Type.Object({ ok: Type.Boolean() }) } } } },
+                [...BEARER_PROBLEMS, when(Problems.notFound, 'Not a member of `company_role_id`')],
+              ),
+            },
+            // One hook alone, and lists: Fastify takes either.
+            onRequest: record('onRequest'),
+            preHandler: [record('preHandler')],
+            onSend: record('onSend'),
+            onResponse: [record('onResponse')],
+            handler: async () => {
+              calls.push('handler')
+              return { ok: true }
+            },
+          }),
+        )
+      },
+    },
+  )
+
+  it("after the bearer token and the admission, before the handler; the answer's hooks alone for a request refused first", async () => {
+    const { access } = await obtainTokens(ctx.app, 'alice@acme.example', DEMO_PASSWORD)
+    calls.length = 0
+    expect((await ctx.app.inject({ method: 'GET', url: `/throwaway/own-hooks/${roles.acmeSeller}` })).statusCode).toBe(401)
+    expect(calls).toEqual(['onSend', 'onResponse'])
+    calls.length = 0
+    const member = await ctx.app.inject({ method: 'GET', url: `/throwaway/own-hooks/${roles.acmeSeller}`, headers: bearer(access) })
+    expect(member.statusCode, member.body).toBe(200)
+    expect(calls).toEqual(['onRequest', 'preHandler', 'handler', 'onSend', 'onResponse'])
+    calls.length = 0
+    const stranger = await ctx.app.inject({ method: 'GET', url: `/throwaway/own-hooks/${roles.betaBuyer}`, headers: bearer(access) })
+    expect(stranger.statusCode).toBe(404)
+    // Refused in admission: its own onRequest ran before it, its own preHandler and handler never.
+    expect(calls).toEqual(['onRequest', 'onSend', 'onResponse'])
+  })
+})
