@@ -115,6 +115,7 @@ describe('the JWT check on authenticated routes', () => {
       problemOf(await get(bearer(forgeHs256({ ...claims, iss: 'https://evil.example' })), app), 401, 'token_not_valid')
       problemOf(await get(bearer(forgeHs256({ ...claims, aud: 'someone-else' })), app), 401, 'token_not_valid')
       problemOf(await get(bearer(forgeHs256({ ...claims, iss: undefined })), app), 401, 'token_not_valid')
+      problemOf(await get(bearer(forgeHs256({ ...claims, aud: undefined })), app), 401, 'token_not_valid')
     } finally {
       await app.close()
     }

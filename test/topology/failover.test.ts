@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DEMO_PASSWORD, seedDemoUnlessPresent } from '../../db/seed/demo.js'
+import { seedDemoUnlessPresent } from '../../db/seed/demo.js'
 import { DEMO } from '../../db/seed/ids.js'
 import { createPostgresDatabase, migrateToLatest } from '../../src/db/database.js'
 import { cnpjCheckDigits } from '../../src/lib/tax-id.js'
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
 import { haUnavailable, startHaCluster, type HaCluster } from './ha.js'
-import { request, type Answer } from './topology.js'
+import { demoAccessToken, request, type Answer } from './topology.js'
 
 /**
  * The service on a highly available PostgreSQL (deploy/ha/: Patroni, etcd, HAProxy; three nodes,
@@ -218,11 +218,7 @@ describe.skipIf(unavailable !== undefined)('failover: the service on Patroni, et
     )
     instances = await Promise.all([0, 1].map(() => startServerProcess({ ...INSTANCE_ENV, DATABASE_URL: url })))
     ports = instances.map((instance) => Number(new URL(instance.baseUrl).port))
-    const login = async (email: string) => {
-      const answer = await request(ports[0]!, { method: 'POST', path: '/api/auth/v1/token', body: { email, password: DEMO_PASSWORD } })
-      if (answer.status !== 200) throw new Error(`login ${email}: ${answer.status} ${answer.body}`)
-      return (JSON.parse(answer.body) as { access: string }).access
-    }
+    const login = (email: string) => demoAccessToken(ports[0]!, email)
     alice = await login('alice@acme.example')
     bob = await login('bob@beta.example')
     dave = await login('dave@delta.example')

@@ -6,7 +6,7 @@ import { createPostgresDatabase, migrateToLatest } from '../../src/db/database.j
 import { freePort } from '../helpers/ports.js'
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
 import { startStreamingCluster, streamingUnavailable, type StreamingCluster } from './streaming.js'
-import { request } from './topology.js'
+import { demoAccessToken, request } from './topology.js'
 
 /**
  * Reads on streaming replicas (issue 35): a primary and two replicas made by pg_basebackup, each
@@ -131,11 +131,7 @@ describe.skipIf(unavailable !== undefined)('reads on streaming replicas (DATABAS
     })
     instances = await Promise.all([0, 1].map((index) => startServerProcess(env(index))))
     ports = instances.map((instance) => Number(new URL(instance.baseUrl).port))
-    const login = async (email: string) => {
-      const answer = await request(ports[0]!, { method: 'POST', path: '/api/auth/v1/token', body: { email, password: DEMO_PASSWORD } })
-      if (answer.status !== 200) throw new Error(`login ${email}: ${answer.status} ${answer.body}`)
-      return (JSON.parse(answer.body) as { access: string }).access
-    }
+    const login = (email: string) => demoAccessToken(ports[0]!, email)
     alice = await login('alice@acme.example')
     bob = await login('bob@beta.example')
     // The new token families reach the replicas 2 s later (meanwhile the primary confirms each refusal).

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import http from 'node:http'
 import https from 'node:https'
 import pg from 'pg'
+import { DEMO_PASSWORD } from '../../db/seed/demo.js'
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
 import { nginxBinary, startNginx, type Nginx } from './nginx.js'
 import { pgbouncerBinary, preparedStatementsUnavailable, startPgBouncer, type PgBouncer } from './pgbouncer.js'
@@ -79,6 +80,13 @@ export function request(port: number, options: RequestOptions): Promise<Answer> 
     outgoing.on('error', reject)
     outgoing.end(body)
   })
+}
+
+/** A demo user's access token, logged in on the instance at `port` (a failed login throws, naming the answer). */
+export async function demoAccessToken(port: number, email: string): Promise<string> {
+  const answer = await request(port, { method: 'POST', path: '/api/auth/v1/token', body: { email, password: DEMO_PASSWORD } })
+  if (answer.status !== 200) throw new Error(`login ${email}: ${answer.status} ${answer.body}`)
+  return (JSON.parse(answer.body) as { access: string }).access
 }
 
 export interface Topology {
