@@ -58,4 +58,25 @@ describe('POST /webhook/esign/{secret}/ under concurrency', () => {
     expect(applied).toHaveLength(1)
     expect((await envelopeState(PENDING_ENVELOPE)).signers[1]).toMatchObject({ status: 'signed', signed_at: applied[0]?.occurred_at })
   })
+
+  it('answers a repeat of an earlier delivery as a duplicate when it arrives in one batch with new ones', async () => {
+    const earlier = JSON.stringify(notification('sign', T1, { signer: 'bob@beta.example' }))
+    expect((await postWebhook(context.app, earlier)).json()).toEqual({ received: true, duplicate: false })
+    // Two batches in flight at most: the first ones go alone, the rest wait and go in together, the repeat among them
+    // (on PostgreSQL; the embedded database answers each batch before the next request arrives).
+    const viewed = (second: number) => JSON.stringify(notification('viewed', new Date(Date.parse(T2) + second * 1000).toISOString()))
+    const bodies = [
+      ...Array.from({ length: 10 }, (_, second) => viewed(second)),
+      earlier,
+      ...Array.from({ length: 5 }, (_, second) => viewed(10 + second)),
+    ]
+    const responses = await Promise.all(bodies.map((body) => postWebhook(context.app, body)))
+    expect(responses.map((response) => [response.statusCode, response.json<{ duplicate: boolean }>().duplicate])).toEqual(
+      bodies.map((body) => [201, body === earlier]),
+    )
+    const deliveries = await storedDeliveries()
+    expect(deliveries).toHaveLength(16)
+    expect(deliveries.filter((delivery) => delivery.outcome === 'applied')).toHaveLength(1)
+    expect((await envelopeState(PENDING_ENVELOPE)).signers.map((signer) => signer.status)).toEqual(['pending', 'signed'])
+  })
 })

@@ -97,3 +97,27 @@ describe('with REDIS_URL, wrong secrets counted across instances', () => {
     }
   })
 })
+
+describe('a wrong Content-Hmac, with ESIGN_WEBHOOK_HMAC_KEY set', () => {
+  it('is audited as a signature rejection of the esign provider, naming the client address', async () => {
+    const hmacLines: string[] = []
+    const app = await buildTestApp(
+      { ESIGN_WEBHOOK_HMAC_KEY: 'a-test-hmac-key-of-at-least-32-characters', LOG_LEVEL: 'warn' },
+      { logDestination: { write: (line: string) => void hmacLines.push(line) } },
+    )
+    try {
+      const answer = await app.inject({
+        method: 'POST',
+        url: `/webhook/esign/${WEBHOOK_SECRET}/`,
+        headers: { 'content-type': 'application/json', 'content-hmac': `sha256=${'0'.repeat(64)}` },
+        payload: body,
+        remoteAddress: '198.51.100.30',
+      })
+      problemOf(answer, 401, 'invalid_signature')
+      const audited = hmacLines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.event === 'webhook_rejected')
+      expect(audited).toEqual([expect.objectContaining({ provider: 'esign', reason: 'signature', client_address: '198.51.100.30' })])
+    } finally {
+      await app.close()
+    }
+  })
+})
