@@ -6,7 +6,7 @@ import { createPostgresDatabase, type DatabaseHandle } from '../../src/db/databa
 import { fingerprint, keyHash, sealAnswer } from '../../src/idempotency/key.js'
 import { keyId, keyLockId } from '../../src/idempotency/repository.js'
 import { buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf } from '../helpers/app.js'
-import { CommitProxy } from '../helpers/commit-proxy.js'
+import { CommitProxy, HELD_MS } from '../helpers/commit-proxy.js'
 import { databaseUrl } from '../helpers/database-url.js'
 import { resetDatabase, testDatabase, workerSchema } from '../helpers/database.js'
 import { customerUrl, isReplay, keptKeys, newKey, post } from './helpers.js'
@@ -210,6 +210,22 @@ describe.skipIf(!serverUrl)('Idempotency-Key: exactly once when connections fail
       expect(await customersWithId(id)).toBe(0)
       expect(await keptKeys()).toEqual([])
       const retry = await post(app, customerUrl(id), alice, customerBody(4), key)
+      expect([retry.statusCode, isReplay(retry)]).toEqual([201, false])
+      expect(await customersWithId(id)).toBe(1)
+    })
+
+    it('answers 503 that does not claim nothing happened while the server still holds the transaction of a lost COMMIT; the retry runs once it ended', async () => {
+      const id = randomUUID()
+      const key = newKey()
+      proxy.arm('drop-commit-held')
+      const held = await post(app, customerUrl(id), alice, customerBody(7), key)
+      const body = problemOf(held, 503, 'service_unavailable')
+      expect(body.detail).toMatch(/retry with the same Idempotency-Key to learn the outcome/)
+      expect(body.detail).not.toMatch(/nothing was done/)
+      await new Promise((resolve) => setTimeout(resolve, HELD_MS + 500))
+      // The server rolled it back once it noticed: nothing was committed, and the retry runs.
+      expect(await customersWithId(id)).toBe(0)
+      const retry = await post(app, customerUrl(id), alice, customerBody(7), key)
       expect([retry.statusCode, isReplay(retry)]).toEqual([201, false])
       expect(await customersWithId(id)).toBe(1)
     })

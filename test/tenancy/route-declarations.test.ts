@@ -285,3 +285,24 @@ describe("a route's own hooks, one or a list, run in the construct's order", () 
     expect(calls).toEqual(['onRequest', 'onSend', 'onResponse'])
   })
 })
+
+describe('a keyed route must declare its Idempotency-Key header, or the app does not start', () => {
+  it('names the route and where the header is declared', async () => {
+    const message = await refusal(
+      async (app) =>
+        void app.route(
+          companyRoute({
+            method: 'POST',
+            url: '/throwaway/keyed/:company_role_id',
+            permission: 'chat',
+            schema: { params },
+            config: { idempotency: true },
+            handler: leaked,
+          }),
+        ),
+    )
+    expect(message).toBe(
+      '/throwaway/keyed/:company_role_id: an idempotency route must declare the idempotency-key header in its schema (schemas/idempotency.ts)',
+    )
+  })
+})
