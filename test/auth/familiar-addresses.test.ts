@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { afterAll, describe, expect, it } from 'vitest'
+import { placeOf } from '../../src/auth/throttle/familiar-places.js'
 import { RedisCounterStore } from '../../src/auth/throttle/redis-counter-store.js'
 import { buildTestApp, DEMO_PASSWORD, problemOf, useTestApp } from '../helpers/app.js'
 import { resetDatabase } from '../helpers/database.js'
@@ -173,5 +174,22 @@ describe('guesses from 40 unfamiliar addresses, two instances sharing Redis', ()
     } finally {
       await Promise.all([first.close(), second.close()])
     }
+  })
+})
+
+describe('the place of a client address: its /24 or /64', () => {
+  it.each([
+    ['203.0.113.77', '203.0.113.0/24'],
+    ['::ffff:203.0.113.77', '203.0.113.0/24'],
+    ['2001:db8:1:2:aaaa:bbbb:cccc:dddd', '2001:db8:1:2::/64'],
+    ['2001:DB8:0001:0002::', '2001:db8:1:2::/64'],
+    ['2001:db8::1', '2001:db8:0:0::/64'],
+    ['1:2:3::4:5:6:7', '1:2:3:0::/64'],
+    ['::1', '0:0:0:0::/64'],
+    ['::', '0:0:0:0::/64'],
+    ['fe80::1%eth0', 'fe80:0:0:0::/64'],
+    ['not an address', 'not an address'],
+  ])('%s is %s', (address, place) => {
+    expect(placeOf(address)).toBe(place)
   })
 })
