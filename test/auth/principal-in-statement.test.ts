@@ -16,17 +16,21 @@ const ctx = useTestApp()
  * declares with a `read` (src/tenancy/routes.ts), called with its schema's examples by the member
  * of the example's role (alice for route 4). A write's read (route 5) is the order-of-checks suite's.
  */
-const READS = (await declaredRoutes())
-  .filter((route) => route.method === 'GET' && route.tenancy.statement !== undefined)
-  .map((route) => {
-    const params = exampleParams(route)
-    const member = MEMBERS[params.company_role_id ?? DEMO.roles.acmeSeller]!
-    return { name: routeName(route), email: member.email, userId: member.userId, url: pathOf(route, params) }
-  })
+const GETS = (await declaredRoutes()).filter((route) => route.method === 'GET')
+const READS = GETS.filter((route) => route.tenancy.statement !== undefined).map((route) => {
+  const params = exampleParams(route)
+  const member = MEMBERS[params.company_role_id ?? DEMO.roles.acmeSeller]!
+  return { name: routeName(route), email: member.email, userId: member.userId, url: pathOf(route, params) }
+})
 
 const get = (url: string, access: string) => ctx.app.inject({ method: 'GET', url, headers: bearer(access) })
 
 describe('reads that check the principal in their own statement', () => {
+  it('every GET of the app is one: it declares its read, and the app has the four reads of the contract', () => {
+    expect(GETS.filter((route) => route.tenancy.statement === undefined).map(routeName)).toEqual([])
+    expect(READS.map((read) => read.name).sort()).toEqual(expect.arrayContaining(['route 4', 'route 6', 'route 7', 'route 9']))
+  })
+
   for (const read of READS) {
     it(`${read.name}: answers 200, then 401 once the token's family is revoked or the user disabled`, async () => {
       const { db } = await testDatabase()

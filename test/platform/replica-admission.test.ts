@@ -24,7 +24,6 @@ const { roles } = DEMO
 describe.skipIf(unavailable !== undefined)('a read admitted on a streaming replica', () => {
   let cluster: StreamingCluster
   let primary: DatabaseHandle
-  let app: FastifyInstance
 
   beforeAll(async () => {
     cluster = await startStreamingCluster([`${REPLAY_DELAY_MS}ms`], async (primaryUrl) => {
@@ -40,20 +39,28 @@ describe.skipIf(unavailable !== undefined)('a read admitted on a streaming repli
       }
     })
     primary = createPostgresDatabase({ connectionString: cluster.url(0, DATABASE), poolSize: 4 })
-    app = await buildTestApp(
-      { DATABASE_URL: cluster.url(0, DATABASE), DATABASE_REPLICA_URLS: cluster.url(1, DATABASE), DATABASE_REPLICA_MAX_LAG: '30s' },
-      { database: primary },
-    )
   }, 60_000)
 
   afterAll(async () => {
-    await app?.close()
     await primary?.db.destroy()
     await cluster?.stop()
   }, 60_000)
 
-  /** Reads counted per target and reason since the start. */
-  const readsBy = async (target: string, reason: string) => {
+  /** An app of its own per test, on the cluster's primary and its replica (built in the test: a mutation run sees its declarations). */
+  async function withApp(test: (app: FastifyInstance) => Promise<void>): Promise<void> {
+    const app = await buildTestApp(
+      { DATABASE_URL: cluster.url(0, DATABASE), DATABASE_REPLICA_URLS: cluster.url(1, DATABASE), DATABASE_REPLICA_MAX_LAG: '30s' },
+      { database: primary },
+    )
+    try {
+      await test(app)
+    } finally {
+      await app.close()
+    }
+  }
+
+  /** Reads counted per target and reason since the app started. */
+  const readsBy = async (app: FastifyInstance, target: string, reason: string) => {
     const line = (await app.metrics.registry.metrics())
       .split('\n')
       .find((each) => each.startsWith(`db_reads_total{target="${target}",reason="${reason}"}`))
@@ -65,21 +72,26 @@ describe.skipIf(unavailable !== undefined)('a read admitted on a streaming repli
     ['route 4 (a user read)', 'alice@acme.example', '/api/company/v1/get-user-companies'],
     ['route 7 (a company read)', 'bob@beta.example', `/api/company/v1/${roles.betaBuyer}/buyer/check-documents/${roles.acmeSeller}`],
   ] as const) {
-    it(`${name}: a new session's first read is confirmed on the primary, its reads once replayed are the replica's`, async () => {
-      const { access } = await obtainTokens(app, email, DEMO_PASSWORD)
-      const read = () => app.inject({ method: 'GET', url, headers: bearer(access) })
-      const [confirmed, onReplica] = [await readsBy('primary', 'confirm'), await readsBy(replicaTarget(), 'replica')]
-      const first = await read()
-      expect(first.statusCode, first.body).toBe(200)
-      // The replica refused (the family is not replayed yet), the primary admitted.
-      expect(await readsBy('primary', 'confirm')).toBe(confirmed + 1)
-      expect(await readsBy(replicaTarget(), 'replica')).toBe(onReplica + 1)
-      await new Promise((resolve) => setTimeout(resolve, REPLAY_DELAY_MS + 1_500))
-      const later = await read()
-      expect(later.statusCode, later.body).toBe(200)
-      expect(later.body).toBe(first.body)
-      expect(await readsBy('primary', 'confirm')).toBe(confirmed + 1)
-      expect(await readsBy(replicaTarget(), 'replica')).toBe(onReplica + 2)
-    }, 30_000)
+    it(
+      `${name}: a new session's first read is confirmed on the primary, its reads once replayed are the replica's`,
+      () =>
+        withApp(async (app) => {
+          const { access } = await obtainTokens(app, email, DEMO_PASSWORD)
+          const read = () => app.inject({ method: 'GET', url, headers: bearer(access) })
+          const [confirmed, onReplica] = [await readsBy(app, 'primary', 'confirm'), await readsBy(app, replicaTarget(), 'replica')]
+          const first = await read()
+          expect(first.statusCode, first.body).toBe(200)
+          // The replica refused (the family is not replayed yet), the primary admitted.
+          expect(await readsBy(app, 'primary', 'confirm')).toBe(confirmed + 1)
+          expect(await readsBy(app, replicaTarget(), 'replica')).toBe(onReplica + 1)
+          await new Promise((resolve) => setTimeout(resolve, REPLAY_DELAY_MS + 1_500))
+          const later = await read()
+          expect(later.statusCode, later.body).toBe(200)
+          expect(later.body).toBe(first.body)
+          expect(await readsBy(app, 'primary', 'confirm')).toBe(confirmed + 1)
+          expect(await readsBy(app, replicaTarget(), 'replica')).toBe(onReplica + 2)
+        }),
+      30_000,
+    )
   }
 })
