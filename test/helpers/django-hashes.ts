@@ -28,6 +28,10 @@ export const djangoHash = {
     })
     return `argon2${phc}`
   },
+  /** BCryptPasswordHasher: bcrypt (12 rounds, $2b$) of the password itself. */
+  async bcrypt(password: string): Promise<string> {
+    return `bcrypt$${await bcrypt.hash(password, 12)}`
+  },
   /** BCryptSHA256PasswordHasher: bcrypt (12 rounds, $2b$) of the password's SHA-256 hex digest. */
   async bcryptSha256(password: string): Promise<string> {
     return `bcrypt_sha256$${await bcrypt.hash(createHash('sha256').update(password).digest('hex'), 12)}`
