@@ -204,3 +204,21 @@ describe('Idempotency-Key on route 10 (confirm a migrated account)', () => {
     expect((await confirm(url, key)).statusCode).toBe(201)
   })
 })
+
+describe("a replayed problem's log line", () => {
+  const lines: string[] = []
+  const logged = useTestApp({ LOG_LEVEL: 'info' }, { logDestination: { write: (line: string) => void lines.push(line) } })
+  const tokens = perTestTokens(logged)
+
+  it('names its problem code, as the first answer did', async () => {
+    const bob = await tokens('bob@beta.example')
+    expect((await post(logged.app, solicitationUrl(), bob, {}, undefined)).statusCode).toBe(201)
+    const key = newKey()
+    problemOf(await post(logged.app, solicitationUrl(), bob, {}, key), 409, 'solicitation_already_open')
+    lines.length = 0
+    const replay = await post(logged.app, solicitationUrl(), bob, {}, key)
+    expect([replay.statusCode, isReplay(replay)]).toEqual([409, true])
+    const completed = lines.map((line) => JSON.parse(line) as { msg?: string; code?: string }).filter((entry) => entry.msg === 'request completed')
+    expect(completed.map((entry) => entry.code)).toEqual(['solicitation_already_open'])
+  })
+})
