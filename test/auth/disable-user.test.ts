@@ -17,7 +17,18 @@ describe('which user a text names, as the logs name them', () => {
     expect(userReference(` ${users.bob.toUpperCase()} `)).toEqual({ id: users.bob })
     expect(userReference(` ${emailDigest(BOB)} `)).toEqual({ emailDigest: emailDigest(BOB) })
     expect(userReference(' Bob@Beta.example ')).toEqual({ email: BOB })
-    for (const text of ['bob', '', '   ', emailDigest(BOB).toUpperCase(), emailDigest(BOB).slice(1), `${users.bob}0`, `x${users.bob}`]) {
+    for (const text of [
+      'bob',
+      '',
+      '   ',
+      emailDigest(BOB).toUpperCase(),
+      emailDigest(BOB).slice(1),
+      `${emailDigest(BOB)}0`,
+      `x${emailDigest(BOB)}`,
+      `${users.bob}0`,
+      `x${users.bob}`,
+      users.bob.replace(/-/g, ''),
+    ]) {
       expect(userReference(text), text).toBeUndefined()
     }
   })

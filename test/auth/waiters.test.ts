@@ -110,6 +110,20 @@ describe('waiters for a place on a counter', () => {
     expect(await within(waiters.wait('k', 7, 150), 400)).toBe('retry')
   })
 
+  it('spends a kept place only on a waiter no release was news to', async () => {
+    const { waiters, release } = setUp()
+    expect(await within(waiters.wait('k', 0, 5_000))).toBe('place')
+    waiters.looked('k', true) // passed on to no one: one place kept
+    release('k', 1, 5) // with nobody in line
+    // The release is news to a waiter that found the key full at 4: its place, the kept one stays.
+    expect(await within(waiters.wait('k', 4, 5_000))).toBe('place')
+    waiters.looked('k', false)
+    // To one that found it full at 5 it is not: the kept place is its, and then none is left.
+    expect(await within(waiters.wait('k', 5, 5_000))).toBe('place')
+    waiters.looked('k', false)
+    expect(await within(waiters.wait('k', 5, 150), 400)).toBe('retry')
+  })
+
   it('keeps nothing of a release whose places all went to the waiters in line', async () => {
     const { waiters, release } = setUp()
     await firstWaiterTakes(waiters)
