@@ -17,6 +17,10 @@ export const scopes = {
       'test/auth/login.test.ts',
       'test/company/*.test.ts',
       'test/marketplace/*.test.ts',
+      // The constructs' hooks that run only with a real server: replica admission, presence failures, a keyed request abandoned.
+      'test/platform/replica-admission.test.ts',
+      'test/reliability/side-writes.test.ts',
+      'test/idempotency/handler-timeout.test.ts',
     ],
   },
   // The token code (issue, verify, families), in src/auth when mutation testing was first asked for.
@@ -26,7 +30,15 @@ export const scopes = {
   },
   auth: {
     mutate: 'src/auth/**/*.ts',
-    tests: ['test/auth/*.test.ts', 'test/observability/disable-user.test.ts', 'test/registration/*.test.ts'],
+    tests: [
+      'test/auth/*.test.ts',
+      'test/registration/*.test.ts',
+      // The address limit of webhook secrets, the legacy (Django) hashes off the event loop.
+      'test/webhooks/secret-guesses.test.ts',
+      'test/observability/audit.test.ts',
+      'test/reliability/legacy-verification-off-loop.test.ts',
+      'test/reliability/login-timing.test.ts',
+    ],
   },
   idempotency: {
     mutate: 'src/idempotency/**/*.ts',
@@ -37,6 +49,8 @@ export const scopes = {
       'test/company/customer-upsert.test.ts',
       'test/company/solicitation.test.ts',
       'test/registration/confirmation-replay.test.ts',
+      'test/reliability/sync-replication.test.ts',
+      'test/tenancy/route-declarations.test.ts',
     ],
   },
   webhooks: {
