@@ -20,6 +20,23 @@ export async function openPostgres(url: string, schema: string, poolSize = 10): 
   return createPostgresDatabase({ connectionString: url, poolSize, schema, preparedStatements: true })
 }
 
+/** A new database `name` on the server `urlOf` addresses, migrated and holding the demo data. */
+export async function createDemoDatabase(urlOf: (database: string) => string, name: string): Promise<void> {
+  const admin = createPostgresDatabase({ connectionString: urlOf('postgres'), poolSize: 1 })
+  try {
+    await sql`CREATE DATABASE ${sql.id(name)}`.execute(admin.db)
+  } finally {
+    await admin.db.destroy()
+  }
+  const handle = createPostgresDatabase({ connectionString: urlOf(name), poolSize: 1 })
+  try {
+    await migrateToLatest(handle.db)
+    await seedDemoData(handle.db)
+  } finally {
+    await handle.db.destroy()
+  }
+}
+
 /**
  * The worker's database, migrated: PostgreSQL when TEST_DATABASE_URL is set, else an in-memory
  * PGlite. Created once per worker and shared by its test files.

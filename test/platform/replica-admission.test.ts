@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify'
-import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { seedDemoData } from '../../db/seed/demo.js'
-import { createPostgresDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db/database.js'
+import { createPostgresDatabase, type DatabaseHandle } from '../../src/db/database.js'
 import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens } from '../helpers/app.js'
+import { createDemoDatabase } from '../helpers/database.js'
 import { startStreamingCluster, streamingUnavailable, type StreamingCluster } from '../topology/streaming.js'
 
 /**
@@ -26,18 +25,7 @@ describe.skipIf(unavailable !== undefined)('a read admitted on a streaming repli
   let primary: DatabaseHandle
 
   beforeAll(async () => {
-    cluster = await startStreamingCluster([`${REPLAY_DELAY_MS}ms`], async (primaryUrl) => {
-      const admin = createPostgresDatabase({ connectionString: primaryUrl('postgres'), poolSize: 1 })
-      await sql.raw(`CREATE DATABASE ${DATABASE}`).execute(admin.db)
-      await admin.db.destroy()
-      const handle = createPostgresDatabase({ connectionString: primaryUrl(DATABASE), poolSize: 1 })
-      try {
-        await migrateToLatest(handle.db)
-        await seedDemoData(handle.db)
-      } finally {
-        await handle.db.destroy()
-      }
-    })
+    cluster = await startStreamingCluster([`${REPLAY_DELAY_MS}ms`], (primaryUrl) => createDemoDatabase(primaryUrl, DATABASE))
     primary = createPostgresDatabase({ connectionString: cluster.url(0, DATABASE), poolSize: 4 })
   }, 60_000)
 

@@ -1,8 +1,7 @@
-import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DEMO_PASSWORD, seedDemoData } from '../../db/seed/demo.js'
+import { DEMO_PASSWORD } from '../../db/seed/demo.js'
 import { DEMO } from '../../db/seed/ids.js'
-import { createPostgresDatabase, migrateToLatest } from '../../src/db/database.js'
+import { createDemoDatabase } from '../helpers/database.js'
 import { freePort } from '../helpers/ports.js'
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js'
 import { startStreamingCluster, streamingUnavailable, type StreamingCluster } from './streaming.js'
@@ -79,18 +78,7 @@ describe.skipIf(unavailable !== undefined)('reads on streaming replicas (DATABAS
 
   beforeAll(async () => {
     const started = Date.now()
-    cluster = await startStreamingCluster(['2s', '2s'], async (primaryUrl) => {
-      const admin = createPostgresDatabase({ connectionString: primaryUrl('postgres'), poolSize: 1 })
-      await sql.raw(`CREATE DATABASE ${DATABASE}`).execute(admin.db)
-      await admin.db.destroy()
-      const handle = createPostgresDatabase({ connectionString: primaryUrl(DATABASE), poolSize: 1 })
-      try {
-        await migrateToLatest(handle.db)
-        await seedDemoData(handle.db)
-      } finally {
-        await handle.db.destroy()
-      }
-    })
+    cluster = await startStreamingCluster(['2s', '2s'], (primaryUrl) => createDemoDatabase(primaryUrl, DATABASE))
     await cluster.sql(0, 'CREATE TABLE replica_ticks (at timestamptz NOT NULL DEFAULT now())', [], DATABASE)
     await cluster.sql(
       0,
