@@ -1,12 +1,21 @@
 import { connect, createServer } from 'node:net'
 
+// The OS may hand a closed port out again at once: a port given here is never given twice in a
+// worker, or two servers of one test (their ports taken back to back) could be told the same one.
+const handedOut = new Set<number>()
+
+/** A port nothing listens on now, and one this worker has not handed out before. */
 export async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  if (!address || typeof address !== 'object') throw new Error('no port')
-  return address.port
+  for (;;) {
+    const server = createServer()
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const address = server.address()
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+    if (!address || typeof address !== 'object') throw new Error('no port')
+    if (handedOut.has(address.port)) continue
+    handedOut.add(address.port)
+    return address.port
+  }
 }
 
 /** Waits until something accepts connections on the port, or fails when `exited` settles first. */

@@ -27,7 +27,8 @@ async function waitUntilLive(baseUrl: string, exited: Promise<number | null>, ou
   const deadline = Date.now() + 110_000
   while (Date.now() < deadline) {
     if (exitCode !== undefined) throw new Error(`server exited (${exitCode}) before listening:\n${output.join('\n')}`)
-    const live = await fetch(`${baseUrl}/health/live`).then(
+    // Bounded: whatever else holds the port may accept and never answer.
+    const live = await fetch(`${baseUrl}/health/live`, { signal: AbortSignal.timeout(1_000) }).then(
       (response) => response.ok,
       () => false,
     )
@@ -43,7 +44,20 @@ async function waitUntilLive(baseUrl: string, exited: Promise<number | null>, ou
  */
 export async function startServerProcess(env: Record<string, string> = {}): Promise<ServerProcess> {
   // A given PORT is kept (the topology test restarts an instance where its gateway expects it).
-  const port = env.PORT ? Number(env.PORT) : await freePort()
+  if (env.PORT) return startOnPort(Number(env.PORT), env)
+  // Another process may take a free port before the server binds it: try another one.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnPort(await freePort(), env)
+    } catch (error) {
+      if (attempt === 3 || !(error instanceof PortInUse)) throw error
+    }
+  }
+}
+
+class PortInUse extends Error {}
+
+async function startOnPort(port: number, env: Record<string, string>): Promise<ServerProcess> {
   const serverUrl = process.env.TEST_DATABASE_URL
   const dataDir = serverUrl ? undefined : await mkdtemp(path.join(tmpdir(), 'receivables-test-'))
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
@@ -66,7 +80,15 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
   const collect = (chunk: Buffer) => output.push(...String(chunk).split('\n').filter(Boolean))
   child.stdout?.on('data', collect)
   child.stderr?.on('data', collect)
-  await waitUntilLive(`http://127.0.0.1:${port}`, exited, output)
+  try {
+    await waitUntilLive(`http://127.0.0.1:${port}`, exited, output)
+  } catch (error) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    await exited
+    if (dataDir) await rm(dataDir, { recursive: true, force: true })
+    if (output.some((line) => line.includes(`port ${port} is in use`))) throw new PortInUse((error as Error).message)
+    throw error
+  }
   return {
     child,
     baseUrl: `http://127.0.0.1:${port}`,
