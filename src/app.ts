@@ -34,7 +34,6 @@ import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
 import forwardedForCheck from './plugins/forwarded-for.js'
 import healthRoutes from './plugins/health.js'
 import requestDeadline from './plugins/request-deadline.js'
-import idempotencyPlugin from './idempotency/plugin.js'
 import { KeyQuota } from './idempotency/quota.js'
 import readsPlugin, { type ReadsPluginOptions } from './plugins/reads.js'
 import { jwksRoutes } from './auth/routes.js'
@@ -200,7 +199,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const counters = await counterStore(options, options.counterStore ? undefined : await redis(), app)
   // Its own connections (Redis's subscription to releases), given or not.
   app.addHook('onClose', () => counters.close())
-  await app.register(idempotencyPlugin, { quota: new KeyQuota(counters, config.idempotencyKeyQuota, app.log) })
+  // The Idempotency-Key quota, taken by a keyed transaction's claim (src/idempotency/keyed-transaction.ts).
+  app.decorate('keyQuota', new KeyQuota(counters, config.idempotencyKeyQuota, app.log))
   await app.register(readsPlugin, { replicas: await replicaReads(app, config, database, redis) })
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })

@@ -17,8 +17,8 @@ const confirmationRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async 
       // session: replayed no longer than a spent refresh token's successor is (docs/retries.md).
       config: { idempotency: true, idempotencyReplayFor: config.refreshReuseGrace },
       preValidation: emptyBodyAsObject,
-      handler: async (request, reply) => {
-        const { user, tokens } = await confirmMigratedAccount(request.db, app.tokens, config, request.params, request.body.password)
+      handler: async (request, reply, { db }) => {
+        const { user, tokens } = await confirmMigratedAccount(db, app.tokens, config, request.params, request.body.password)
         // Confirming starts the account's first session: a login for the audit trail.
         audit.loginSucceeded(request.log, { userId: user.id, clientAddress: request.ip, via: 'confirmation' })
         reply.code(201)

@@ -17,7 +17,7 @@ import type {
 } from 'fastify'
 import type { ResolveFastifyReplyReturnType } from 'fastify/types/type-provider.js'
 import type { Db } from '../../db/types.js'
-import { idempotencyHooks, requireKeyHeader } from '../idempotency/plugin.js'
+import { KeyedTransaction, requireKeyHeader } from '../idempotency/keyed-transaction.js'
 import { problem } from '../lib/problem.js'
 import { authenticate } from '../tokens/authentication.js'
 import { admitMember, admitUser, principalKey, scopedPrincipalKey } from './admission.js'
@@ -64,8 +64,9 @@ type RouteParts<S extends FastifySchema> = Omit<
 
 /**
  * What a company route's handler is given: the admitted member, their user, the read's data row,
- * and the database to work on (`request.db`: a keyed request's transaction, else the app's;
- * src/plugins/database.ts decides). Without a read, `data` is undefined.
+ * and the database to work on (a keyed request's transaction, else the app's: `keyHooks` below
+ * decides; a handler never uses `app.db`, so that its work commits with its kept answer). Without
+ * a read, `data` is undefined.
  */
 export interface CompanyTenancy<Data> {
   companyRole: CompanyRoleContext
@@ -104,7 +105,7 @@ export type UserRouteSpec<S extends FastifySchema, Data> = RouteParts<S> & {
 }
 
 export type PublicRouteSpec<S extends FastifySchema> = RouteParts<S> & {
-  handler: (this: FastifyInstance, request: Request<S>, reply: Reply<S>) => Returns<S>
+  handler: (this: FastifyInstance, request: Request<S>, reply: Reply<S>, route: { db: Db }) => Returns<S>
 }
 
 type TypeboxRoute = RouteOptions<
@@ -163,11 +164,35 @@ function recordWritePosition(request: FastifyRequest, reply: FastifyReply, paylo
   return request.server.reads.recordWrite(request, reply).then(() => payload)
 }
 
-/** A keyed route's hooks (`config.idempotency`, src/idempotency/plugin.ts), empty for any other. */
+/**
+ * A keyed route's steps (`config.idempotency`, src/idempotency/keyed-transaction.ts), empty for any
+ * other: the key claimed in preHandler (after admission), the answer committed with the work in
+ * onSend, a transaction no answer ended rolled back in onResponse; `dbOf` is the database its
+ * handler works on, the keyed transaction while it holds one, else the app's.
+ */
 function keyHooks(route: { url: string; schema: FastifySchema; config?: { idempotency?: boolean } }) {
-  if (!route.config?.idempotency) return { preHandler: [], onSend: [], onResponse: [] }
+  const dbOf = (request: FastifyRequest): Db => held.get(request)?.db ?? request.server.db
+  const held = new WeakMap<FastifyRequest, KeyedTransaction>()
+  if (!route.config?.idempotency) return { preHandler: [], onSend: [], onResponse: [], dbOf }
   requireKeyHeader(route.url, route.schema)
-  return { preHandler: [idempotencyHooks.takeKey], onSend: [idempotencyHooks.commitAnswer], onResponse: [idempotencyHooks.endAbandoned] }
+  async function claimKey(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+    const claimed = await KeyedTransaction.claim(request, reply)
+    if (!(claimed instanceof KeyedTransaction)) return claimed
+    held.set(request, claimed)
+    return undefined
+  }
+  async function commitKey(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+    const transaction = held.get(request)
+    if (!transaction) return payload
+    held.delete(request)
+    return transaction.commit(reply, payload)
+  }
+  async function abandonKey(request: FastifyRequest): Promise<void> {
+    const transaction = held.get(request)
+    held.delete(request)
+    await transaction?.abandon()
+  }
+  return { preHandler: [claimKey], onSend: [commitKey], onResponse: [abandonKey], dbOf }
 }
 
 /**
@@ -224,7 +249,7 @@ export function companyRoute<const S extends FastifySchema, Data = undefined, co
       const { auth, companyRole } = request
       if (!auth || !companyRole) throw new Error(`${spec.url} reached its handler without admission`)
       const data = found.get(request) as Found<Data, Missing>
-      return handler(request as Request<S>, reply as Reply<S>, { companyRole, user: auth.user, data, db: request.db })
+      return handler(request as Request<S>, reply as Reply<S>, { companyRole, user: auth.user, data, db: keyed.dbOf(request) })
     },
   } as unknown as TypeboxRoute
 }
@@ -261,7 +286,7 @@ export function userRoute<const S extends FastifySchema, Data = never>(spec: Use
     onResponse: [...own(onResponse), ...keyed.onResponse],
     handler(request: FastifyRequest, reply: FastifyReply) {
       if (!request.auth) throw new Error(`${spec.url} reached its handler without admission`)
-      return handler(request as Request<S>, reply as Reply<S>, { user: request.auth.user, data: found.get(request) ?? [], db: request.db })
+      return handler(request as Request<S>, reply as Reply<S>, { user: request.auth.user, data: found.get(request) ?? [], db: keyed.dbOf(request) })
     },
   } as unknown as TypeboxRoute
 }
@@ -271,7 +296,7 @@ export function userRoute<const S extends FastifySchema, Data = never>(spec: Use
  * the Idempotency-Key after them, scoped to its path, whose secret is its credential.
  */
 export function publicRoute<const S extends FastifySchema>(spec: PublicRouteSpec<S>): TypeboxRoute {
-  const { config, preHandler, onSend, onResponse, ...route } = spec
+  const { config, preHandler, onSend, onResponse, handler, ...route } = spec
   const keyed = keyHooks(spec)
   return {
     ...route,
@@ -279,5 +304,8 @@ export function publicRoute<const S extends FastifySchema>(spec: PublicRouteSpec
     preHandler: [...own(preHandler), ...keyed.preHandler],
     onSend: [...own(onSend), ...keyed.onSend],
     onResponse: [...own(onResponse), ...keyed.onResponse],
+    handler(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+      return handler.call(this, request as Request<S>, reply as Reply<S>, { db: keyed.dbOf(request) })
+    },
   } as unknown as TypeboxRoute
 }
