@@ -17,8 +17,6 @@ import companyRoutes from './company/plugin.js'
 import type { Config } from './config.js'
 import { openDatabase, type OpenOptions } from './db/open.js'
 import { createPostgresDatabase, type DatabaseHandle } from './db/database.js'
-import { openReplicaSet } from './db/replicas.js'
-import { MemoryWritePositions, RedisWritePositions } from './db/write-positions.js'
 import { answerClientError, refuseVersionlessRequests } from './lib/client-errors.js'
 import { installStrictFormats } from './lib/formats.js'
 import { buildLazySerializers } from './lib/lazy-serializers.js'
@@ -35,11 +33,11 @@ import forwardedForCheck from './plugins/forwarded-for.js'
 import healthRoutes from './plugins/health.js'
 import requestDeadline from './plugins/request-deadline.js'
 import { KeyQuota } from './idempotency/quota.js'
-import readsPlugin, { type ReadsPluginOptions } from './plugins/reads.js'
 import { jwksRoutes } from './auth/routes.js'
 import metricsPlugin from './plugins/metrics.js'
 import securityHeaders from './plugins/security-headers.js'
 import tenancyPlugin from './tenancy/plugin.js'
+import { openReplicaReads } from './tenancy/replica-reads.js'
 import registrationRoutes from './registration/plugin.js'
 import webhookRoutes from './webhooks/plugin.js'
 
@@ -131,18 +129,9 @@ async function counterStore(options: BuildOptions, redis: Redis | undefined, app
   )
 }
 
-/**
- * DATABASE_REPLICA_URLS: the replicas, polled for their lag, and where each caller's last write
- * stands (Redis with REDIS_URL, shared by the fleet; else this instance's memory). Undefined
- * without replicas, or on the embedded database.
- */
-async function replicaReads(
-  app: FastifyInstance,
-  config: Config,
-  database: DatabaseHandle,
-  redis: () => Promise<Redis | undefined>,
-): Promise<ReadsPluginOptions['replicas']> {
-  if (config.databaseReplicaUrls.length === 0 || database.kind !== 'postgres') return undefined
+/** DATABASE_REPLICA_URLS's pools, each like the primary's; none on the embedded database. */
+function replicaPools(app: FastifyInstance, config: Config, database: DatabaseHandle) {
+  const urls = database.kind === 'postgres' ? config.databaseReplicaUrls : []
   const open = (url: string) =>
     createPostgresDatabase({
       connectionString: url,
@@ -152,17 +141,7 @@ async function replicaReads(
       statementTimeoutMs: config.databaseStatementTimeoutMs,
       onConfigurationError: (message) => app.log.error({ configurationError: true }, `database replica configuration error: ${message}`),
     }).db
-  const set = openReplicaSet(database.db, config.databaseReplicaUrls, open, {
-    maxLagMs: config.databaseReplicaMaxLagMs,
-    // Once per outage: back-off spaces the polls of a replica that stays down.
-    onPollError: (replica, error) => {
-      if (replica.failures === 1) app.log.warn({ err: error, replica: replica.name }, 'replicas: a replica is down; its reads go elsewhere')
-    },
-  })
-  // Past the bound (and a few polls), every replica a read may use has replayed the position.
-  const ttlMs = config.databaseReplicaMaxLagMs + 10_000
-  const shared = await redis()
-  return { set, positions: shared ? new RedisWritePositions(shared, ttlMs) : new MemoryWritePositions(ttlMs), close: () => set.stop() }
+  return { urls, open }
 }
 
 /** Builds the whole service from a configuration; no globals, nothing listens yet. */
@@ -201,7 +180,18 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onClose', () => counters.close())
   // The Idempotency-Key quota, taken by a keyed transaction's claim (src/idempotency/keyed-transaction.ts).
   app.decorate('keyQuota', new KeyQuota(counters, config.idempotencyKeyQuota, app.log))
-  await app.register(readsPlugin, { replicas: await replicaReads(app, config, database, redis) })
+  // Where each read runs (src/tenancy/replica-reads.ts): the primary, or a replica by the rule.
+  const reads = await openReplicaReads({
+    primary: database.db,
+    ...replicaPools(app, config, database),
+    maxLagMs: config.databaseReplicaMaxLagMs,
+    redis,
+    log: app.log,
+    metrics: (replicas) => app.metrics.replicaReads(replicas),
+  })
+  app.decorate('replicaReads', reads)
+  app.addHook('onReady', () => reads.start())
+  app.addHook('onClose', () => reads.close())
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
   // Keyed by the signing key, which every instance shares: a new key forgets the familiar places.

@@ -24,7 +24,7 @@ export interface Replica {
 }
 
 export interface ReplicaSetOptions {
-  /** A replica further behind than this is skipped until it catches up. */
+  /** DATABASE_REPLICA_MAX_LAG: the primary's positions are kept a little longer (src/tenancy/replica-reads.ts holds reads to it). */
   maxLagMs: number
   /** How often lag is measured (not per request). */
   pollMs?: number
@@ -36,9 +36,6 @@ export interface ReplicaSetOptions {
 
 const MAX_BACKOFF_MS = 30_000
 
-/** Why a read went where it went; `replica` when it went to one. */
-export type ReadReason = 'replica' | 'no_replica' | 'own_write' | 'fallback' | 'confirm'
-
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const timeout = new Promise<never>((_, reject) => {
@@ -48,7 +45,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 }
 
 /**
- * The replicas a read may use, and how far behind each is. Once a second (not per request) it reads
+ * The replicas, and how far behind each is (which may take a read: src/tenancy/replica-reads.ts). Once a second (not per request) it reads
  * the primary's WAL position and each replica's replayed one. A replica's lag is measured on the
  * primary's positions as this instance saw them: the time since the primary was where the replica
  * now is. So a stalled replica (its WAL receiver cut off, nothing left to replay locally) ages like
@@ -61,7 +58,6 @@ export class ReplicaSet {
   private readonly samples: { at: number; lsn: bigint }[] = []
   private timer: NodeJS.Timeout | undefined
   private polling: Promise<void> | undefined
-  private next = 0
   private readonly pollMs: number
   private readonly pollTimeoutMs: number
 
@@ -86,31 +82,6 @@ export class ReplicaSet {
     clearInterval(this.timer)
     await this.polling
     await Promise.all(this.replicas.map((replica) => replica.db.destroy()))
-  }
-
-  /**
-   * A replica to read from, round robin among those up, within the bound, and (for a caller who
-   * wrote) past `after`; undefined: the primary, with the reason.
-   */
-  choose(after: bigint | undefined): { replica: Replica | undefined; reason: ReadReason } {
-    let fresh = false
-    for (let tried = 0; tried < this.replicas.length; tried++) {
-      const replica = this.replicas[this.next++ % this.replicas.length]!
-      if (!this.takesReads(replica)) continue
-      fresh = true
-      if (after === undefined || replica.replayLsn >= after) return { replica, reason: 'replica' }
-    }
-    return { replica: undefined, reason: fresh ? 'own_write' : 'no_replica' }
-  }
-
-  /** Whether any replica may take reads now (up and within the bound), before asking where the caller's writes stand. */
-  usable(): boolean {
-    return this.replicas.some((replica) => this.takesReads(replica))
-  }
-
-  /** Up, and within DATABASE_REPLICA_MAX_LAG at the last poll. */
-  private takesReads(replica: Replica): boolean {
-    return replica.up && replica.lagSeconds <= this.options.maxLagMs / 1000
   }
 
   /** A read failed on `replica`: no more reads there until a poll finds it well. */

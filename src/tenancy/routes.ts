@@ -20,6 +20,7 @@ import type { Db } from '../../db/types.js'
 import { KeyedTransaction, requireKeyHeader } from '../idempotency/keyed-transaction.js'
 import { problem } from '../lib/problem.js'
 import { authenticate } from '../tokens/authentication.js'
+import { readsOf } from './replica-reads.js'
 import { admitMember, admitUser, principalKey, scopedPrincipalKey } from './admission.js'
 import type { CompanyRoleContext, RoleRequirement } from './membership.js'
 import { findActiveUserForToken, findUserWithMembership, type AuthenticatedUser } from './principal.js'
@@ -153,17 +154,6 @@ async function markSeen(request: FastifyRequest): Promise<void> {
   }
 }
 
-/** GET and HEAD: their admission and data may come from a replica. */
-const isRead = (method: string | string[]): boolean => (Array.isArray(method) ? method : [method]).every((one) => one === 'GET' || one === 'HEAD')
-
-/**
- * Read-your-writes (src/plugins/reads.ts): once a write's answer is final (its transaction, a keyed
- * one included, committed), the primary's WAL position is kept for its user, before the caller has it.
- */
-function recordWritePosition(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
-  return request.server.reads.recordWrite(request, reply).then(() => payload)
-}
-
 /**
  * A keyed route's steps (`config.idempotency`, src/idempotency/keyed-transaction.ts), empty for any
  * other: the key claimed in preHandler (after admission), the answer committed with the work in
@@ -195,6 +185,26 @@ function keyHooks(route: { url: string; schema: FastifySchema; config?: { idempo
   return { preHandler: [claimKey], onSend: [commitKey], onResponse: [abandonKey], dbOf }
 }
 
+type KeyHooks = ReturnType<typeof keyHooks>
+
+/**
+ * The hooks of an authenticated route (companyRoute, userRoute), in their order: the token, then
+ * the route's own; admission, the route's own, the key; the route's own, the net, the keyed commit,
+ * a write's WAL position; the route's own, the keyed net, then `after`.
+ */
+function authenticatedHooks(
+  spec: { onRequest?: unknown; preHandler?: unknown; onSend?: unknown; onResponse?: unknown },
+  steps: { admit: Hook; keyed: KeyHooks; reads: ReturnType<typeof readsOf>; after?: Hook[] },
+) {
+  const { admit, keyed, reads, after = [] } = steps
+  return {
+    onRequest: [authenticate, ...own(spec.onRequest)],
+    preHandler: [admit, ...own(spec.preHandler), ...keyed.preHandler],
+    onSend: [...own(spec.onSend), assertAdmitted, ...keyed.onSend, ...reads.onSend],
+    onResponse: [...own(spec.onResponse), ...keyed.onResponse, ...after],
+  }
+}
+
 /**
  * A route acting for `{company_role_id}` (§3), the only way to declare one (the pipeline refuses to
  * start with any other). Its whole way, in order:
@@ -212,6 +222,7 @@ export function companyRoute<const S extends FastifySchema, Data = undefined, co
   spec: CompanyRouteSpec<S, Data, Missing>,
 ): TypeboxRoute {
   const { role, permission, read, notFound: whenNone, handler, config, onRequest, preHandler, onSend, onResponse, ...route } = spec
+  const ownHooks = { onRequest, preHandler, onSend, onResponse }
   const requirement: RoleRequirement = role ? { role, permission } : { permission }
   const statement = read && new ScopedStatement(read as CompanyRead<object, Data>)
   const tenancy: TenancyDeclaration = {
@@ -220,19 +231,16 @@ export function companyRoute<const S extends FastifySchema, Data = undefined, co
     ...(statement ? { statement: statement as ScopedStatement<object, unknown> } : {}),
   }
   const keyed = keyHooks(spec)
-  const reads = isRead(spec.method)
+  const reads = readsOf(spec.method)
   // The admitted request's data row, for its handler: typed here, never on the request.
   const found = new WeakMap<FastifyRequest, Data>()
 
   async function admit(request: FastifyRequest): Promise<void> {
     const key = scopedPrincipalKey(request)
     if (!statement) return void admitMember(request, await findUserWithMembership(request.server.db, key), requirement)
-    // A read may run on a replica (src/plugins/reads.ts), which may not have replayed a new login's
-    // family or a new membership yet: the primary confirms a refusal. A write's admission stays on the primary.
+    // Where it runs, and why: ./replica-reads.ts (a replica's refusal is confirmed on the primary).
     const run = (db: Db) => statement.run(db, key, request.params as object)
-    const { principal, data } = reads
-      ? await request.server.reads.run(request, run, (found) => found.principal?.membership !== undefined)
-      : await run(request.server.db)
+    const { principal, data } = await reads.run(request, run, (found) => found.principal?.membership !== undefined)
     admitMember(request, principal, requirement)
     if (data !== undefined) found.set(request, data)
     else if (whenNone !== 'handler') throw notFound()
@@ -241,10 +249,7 @@ export function companyRoute<const S extends FastifySchema, Data = undefined, co
   return {
     ...route,
     config: { ...config, tenancy },
-    onRequest: [authenticate, ...own(onRequest)],
-    preHandler: [admit, ...own(preHandler), ...keyed.preHandler],
-    onSend: [...own(onSend), assertAdmitted, ...keyed.onSend, ...(reads ? [] : [recordWritePosition])],
-    onResponse: [...own(onResponse), ...keyed.onResponse, markSeen],
+    ...authenticatedHooks(ownHooks, { admit, keyed, reads, after: [markSeen] }),
     handler(request: FastifyRequest, reply: FastifyReply) {
       const { auth, companyRole } = request
       if (!auth || !companyRole) throw new Error(`${spec.url} reached its handler without admission`)
@@ -262,17 +267,18 @@ export function companyRoute<const S extends FastifySchema, Data = undefined, co
  */
 export function userRoute<const S extends FastifySchema, Data = never>(spec: UserRouteSpec<S, Data>): TypeboxRoute {
   const { read, orderBy, handler, config, onRequest, preHandler, onSend, onResponse, ...route } = spec
+  const ownHooks = { onRequest, preHandler, onSend, onResponse }
   const statement = read && new PrincipalStatement(read as UserRead<object, Data>, orderBy)
   const tenancy: TenancyDeclaration = { kind: 'user', ...(statement ? { statement: statement as PrincipalStatement<object, unknown> } : {}) }
   const keyed = keyHooks(spec)
-  const reads = isRead(spec.method)
+  const reads = readsOf(spec.method)
   const found = new WeakMap<FastifyRequest, Data[]>()
 
   async function admit(request: FastifyRequest): Promise<void> {
     const key = principalKey(request)
     if (!statement) return void admitUser(request, await findActiveUserForToken(request.server.db, key))
     const run = (db: Db) => statement.run(db, key, request.params as object)
-    const { user, data } = reads ? await request.server.reads.run(request, run, (found) => found.user !== undefined) : await run(request.server.db)
+    const { user, data } = await reads.run(request, run, (found) => found.user !== undefined)
     admitUser(request, user)
     found.set(request, data)
   }
@@ -280,10 +286,7 @@ export function userRoute<const S extends FastifySchema, Data = never>(spec: Use
   return {
     ...route,
     config: { ...config, tenancy },
-    onRequest: [authenticate, ...own(onRequest)],
-    preHandler: [admit, ...own(preHandler), ...keyed.preHandler],
-    onSend: [...own(onSend), assertAdmitted, ...keyed.onSend, ...(reads ? [] : [recordWritePosition])],
-    onResponse: [...own(onResponse), ...keyed.onResponse],
+    ...authenticatedHooks(ownHooks, { admit, keyed, reads }),
     handler(request: FastifyRequest, reply: FastifyReply) {
       if (!request.auth) throw new Error(`${spec.url} reached its handler without admission`)
       return handler(request as Request<S>, reply as Reply<S>, { user: request.auth.user, data: found.get(request) ?? [], db: keyed.dbOf(request) })
