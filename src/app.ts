@@ -185,6 +185,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     primary: database.db,
     ...replicaPools(app, config, database),
     maxLagMs: config.databaseReplicaMaxLagMs,
+    primaryUrl: config.databaseUrl,
     redis,
     log: app.log,
     metrics: (replicas) => app.metrics.replicaReads(replicas),

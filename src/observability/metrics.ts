@@ -191,17 +191,18 @@ export class ServiceMetrics {
   /**
    * Where the reads' statements ran (DATABASE_REPLICA_URLS): `target` a replica's host:port or
    * `primary`, `reason` why (replica; no_replica within the bound; own_write, the caller's write not
-   * yet replayed; no_position, the store of positions failed; fallback, the replica failed the read;
+   * yet replayed; revoked, a change that took the caller's access away not yet replayed;
+   * no_position, the store of positions failed; fallback, the replica failed the read;
    * confirm, a replica's "not found" checked on the primary). Absent without replicas.
    */
   replicaReads(replicas: readonly ReplicaGauges[]): (target: string, reason: string) => void {
     const reads = new Counter({
       name: 'db_reads_total',
-      help: "Reads' statements by target (a replica's host:port, or primary) and reason (replica, no_replica, own_write, no_position, fallback, confirm).",
+      help: "Reads' statements by target (a replica's host:port, or primary) and reason (replica, no_replica, own_write, revoked, no_position, fallback, confirm).",
       labelNames: ['target', 'reason'] as const,
       registers: [this.registry],
     })
-    for (const reason of ['no_replica', 'own_write', 'no_position', 'fallback', 'confirm']) reads.labels('primary', reason).inc(0)
+    for (const reason of ['no_replica', 'own_write', 'revoked', 'no_position', 'fallback', 'confirm']) reads.labels('primary', reason).inc(0)
     for (const replica of replicas) reads.labels(replica.name, 'replica').inc(0)
     new Gauge({
       name: 'db_replica_up',

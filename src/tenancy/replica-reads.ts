@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../../db/types.js'
+import { AccessNotices } from '../db/access-notices.js'
 import { openReplicaSet, type Replica, type ReplicaSet } from '../db/replicas.js'
 import { MemoryWritePositions, RedisWritePositions, type WritePositions } from '../db/write-positions.js'
 
@@ -14,6 +15,10 @@ import { MemoryWritePositions, RedisWritePositions, type WritePositions } from '
  * - read-your-writes: after an authenticated write, the primary's WAL position is kept for its user
  *   (in Redis with REDIS_URL, shared by the fleet; src/db/write-positions.ts), and their reads go to
  *   a replica only once it has replayed past it;
+ * - revocation at once: a commit that takes access away names the users it affects (the triggers of
+ *   db/migrations/0014; src/db/access-notices.ts listens), and their reads go to the primary until a
+ *   replica has replayed it, on every instance (each listens); a notice missed while the listener was
+ *   down is covered by waiting, once it listens again, for a replica past the primary's position then;
  * - a refusal a replica gives (a principal or membership not found, perhaps only not yet replayed)
  *   is confirmed on the primary, and a read that fails on a replica runs again on the primary;
  * - every read is counted by target and reason (`db_reads_total`).
@@ -26,7 +31,7 @@ declare module 'fastify' {
 }
 
 /** Why a read went where it went; `replica` when it went to one. */
-type ReadReason = 'replica' | 'no_replica' | 'own_write' | 'no_position' | 'fallback' | 'confirm'
+type ReadReason = 'replica' | 'no_replica' | 'own_write' | 'revoked' | 'no_position' | 'fallback' | 'confirm'
 
 /** Counts one read by target (a replica's name, or `primary`) and reason (src/observability/metrics.ts). */
 export type CountRead = (target: string, reason: ReadReason) => void
@@ -62,16 +67,38 @@ export interface ReplicaReadsOptions {
   positions: WritePositions
   maxLagMs: number
   count: CountRead
+  /** The primary's URL, for the access notices' connection (none: revocations are not heard of; tests of the rule alone). */
+  primaryUrl: string | undefined
+  log: FastifyBaseLogger
+}
+
+/** A user whose access a commit took away: the primary's position after it (undefined while asked), kept until `until`. */
+interface Revocation {
+  lsn: bigint | undefined
+  until: number
 }
 
 /** The reads of one app: on the primary alone without replicas, else by the rule above. */
 export class ReplicaReads {
   private next = 0
+  private readonly revocations = new Map<string, Revocation>()
+  /** What every read's replica must have replayed: the primary's position when the notices were heard again (undefined while asked). */
+  private floor: bigint | undefined = 0n
+  private listened = false
+  private readonly notices: AccessNotices | undefined
 
   constructor(
     private readonly primary: Kysely<Database>,
     private readonly replicas?: ReplicaReadsOptions,
-  ) {}
+  ) {
+    if (!replicas?.primaryUrl) return
+    this.notices = new AccessNotices({
+      url: replicas.primaryUrl,
+      onRevoked: (userId) => this.revoked(userId),
+      onListening: () => this.listening(),
+      onError: (error) => replicas.log.warn({ err: error }, 'replicas: the access notices are not heard; listening again'),
+    })
+  }
 
   /**
    * Runs `read` on a replica when one may answer this caller, else on the primary. A replica that
@@ -83,6 +110,8 @@ export class ReplicaReads {
     const { set, count } = this.replicas
     // No replica to use: the primary, without a lookup of the caller's position.
     if (!this.usable()) return this.onPrimary(read, 'no_replica')
+    // Every revocation committed before this read heard of first (one primary round trip, shared by the reads meanwhile).
+    const heard = this.notices?.heardAll()
     let after: bigint | undefined
     try {
       after = await this.positionOf(request)
@@ -90,7 +119,11 @@ export class ReplicaReads {
       request.log.warn({ err: error }, 'replicas: the write positions could not be read; reading on the primary')
       return this.onPrimary(read, 'no_position')
     }
-    const { replica, reason } = this.choose(after)
+    await heard
+    const revoked = this.revokedAfter(request.tokenClaims?.user_id)
+    if (revoked === undefined) return this.onPrimary(read, 'revoked')
+    const behind = after === undefined || revoked >= after ? 'revoked' : 'own_write'
+    const { replica, reason } = this.choose(after === undefined || revoked > after ? revoked : after, behind)
     if (!replica) return this.onPrimary(read, reason)
     let result
     try {
@@ -118,13 +151,48 @@ export class ReplicaReads {
     }
   }
 
-  /** Polls the replicas' lag from the app's start (the first reads may then use them). */
+  /** Polls the replicas' lag and listens for revocations from the app's start (the first reads may then use replicas). */
   async start(): Promise<void> {
-    await this.replicas?.set.start()
+    await Promise.all([this.replicas?.set.start(), this.notices?.start()])
   }
 
   async close(): Promise<void> {
-    await this.replicas?.set.stop()
+    await Promise.all([this.replicas?.set.stop(), this.notices?.stop()])
+  }
+
+  /**
+   * What a replica must have replayed to answer this user: past their access's last revocation
+   * and the floor (0n when neither); undefined while that position is still being asked.
+   */
+  private revokedAfter(userId: string | undefined): bigint | undefined {
+    const revocation = userId === undefined ? undefined : this.revocations.get(userId)
+    if (this.floor === undefined || (revocation && revocation.until > Date.now() && revocation.lsn === undefined)) return undefined
+    const lsn = revocation && revocation.until > Date.now() ? revocation.lsn! : 0n
+    return lsn > this.floor ? lsn : this.floor
+  }
+
+  /** A notice: the user's reads on the primary at once, then on a replica past the primary's position now (after the commit). */
+  private revoked(userId: string): void {
+    const { set, maxLagMs, log } = this.replicas!
+    const now = Date.now()
+    // Past the bound (and a few polls), every replica a read may use has replayed it.
+    const revocation: Revocation = { lsn: undefined, until: now + maxLagMs + 10_000 }
+    this.revocations.set(userId, revocation)
+    if (this.revocations.size > 10_000) for (const [key, entry] of this.revocations) if (entry.until <= now) this.revocations.delete(key)
+    set.primaryPosition().then(
+      (lsn) => (revocation.lsn = lsn),
+      (error: unknown) => log.warn({ err: error }, "replicas: a revocation's position could not be read; the user's reads stay on the primary"),
+    )
+  }
+
+  /** Listening: the first time from the start; again after a loss, every read waits for a replica past what was committed meanwhile. */
+  private listening(): void {
+    if (!this.listened) return void (this.listened = true)
+    this.floor = undefined
+    this.replicas!.set.primaryPosition().then(
+      (lsn) => (this.floor = lsn),
+      () => (this.floor = 0n),
+    )
   }
 
   /** The WAL position a read of this caller must see; undefined: none recent. Throws when it cannot tell. */
@@ -142,7 +210,7 @@ export class ReplicaReads {
    * A replica to read from, round robin among those up, within the bound, and (for a caller who
    * wrote) past `after`; undefined: the primary, with the reason.
    */
-  private choose(after: bigint | undefined): { replica: Replica | undefined; reason: ReadReason } {
+  private choose(after: bigint | undefined, behind: ReadReason): { replica: Replica | undefined; reason: ReadReason } {
     const { replicas } = this.replicas!.set
     let fresh = false
     for (let tried = 0; tried < replicas.length; tried++) {
@@ -151,7 +219,7 @@ export class ReplicaReads {
       fresh = true
       if (after === undefined || replica.replayLsn >= after) return { replica, reason: 'replica' }
     }
-    return { replica: undefined, reason: fresh ? 'own_write' : 'no_replica' }
+    return { replica: undefined, reason: fresh ? behind : 'no_replica' }
   }
 
   /** Whether any replica may take reads now, before asking where the caller's writes stand. */
@@ -172,6 +240,8 @@ export interface OpenReplicaReadsOptions {
   /** A pool like the primary's for a replica's URL. */
   open: (url: string) => Kysely<Database>
   maxLagMs: number
+  /** DATABASE_URL: the access notices' connection. */
+  primaryUrl: string | undefined
   /** REDIS_URL's connection: the write positions shared by the fleet; else this instance's memory. */
   redis: () => Promise<Redis | undefined>
   log: FastifyBaseLogger
@@ -192,5 +262,6 @@ export async function openReplicaReads(options: OpenReplicaReadsOptions): Promis
   const ttlMs = options.maxLagMs + 10_000
   const shared = await options.redis()
   const positions = shared ? new RedisWritePositions(shared, ttlMs) : new MemoryWritePositions(ttlMs)
-  return new ReplicaReads(options.primary, { set, positions, maxLagMs: options.maxLagMs, count: options.metrics(set.replicas) })
+  const { maxLagMs, primaryUrl, log } = options
+  return new ReplicaReads(options.primary, { set, positions, maxLagMs, count: options.metrics(set.replicas), primaryUrl, log })
 }
