@@ -144,6 +144,22 @@ function replicaPools(app: FastifyInstance, config: Config, database: DatabaseHa
   return { urls, open }
 }
 
+/** Where each read runs (src/tenancy/replica-reads.ts): the primary, or a replica by the rule. */
+async function decorateReads(app: FastifyInstance, config: Config, database: DatabaseHandle, redis: () => Promise<Redis | undefined>) {
+  const reads = await openReplicaReads({
+    primary: database.db,
+    ...replicaPools(app, config, database),
+    maxLagMs: config.databaseReplicaMaxLagMs,
+    primaryUrl: config.databaseUrl,
+    redis,
+    log: app.log,
+    metrics: (replicas) => app.metrics.replicaReads(replicas),
+  })
+  app.decorate('replicaReads', reads)
+  app.addHook('onReady', () => reads.start())
+  app.addHook('onClose', () => reads.close())
+}
+
 /** Builds the whole service from a configuration; no globals, nothing listens yet. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(config, options)).withTypeProvider<TypeBoxTypeProvider>()
@@ -180,19 +196,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onClose', () => counters.close())
   // The Idempotency-Key quota, taken by a keyed transaction's claim (src/idempotency/keyed-transaction.ts).
   app.decorate('keyQuota', new KeyQuota(counters, config.idempotencyKeyQuota, app.log))
-  // Where each read runs (src/tenancy/replica-reads.ts): the primary, or a replica by the rule.
-  const reads = await openReplicaReads({
-    primary: database.db,
-    ...replicaPools(app, config, database),
-    maxLagMs: config.databaseReplicaMaxLagMs,
-    primaryUrl: config.databaseUrl,
-    redis,
-    log: app.log,
-    metrics: (replicas) => app.metrics.replicaReads(replicas),
-  })
-  app.decorate('replicaReads', reads)
-  app.addHook('onReady', () => reads.start())
-  app.addHook('onClose', () => reads.close())
+  await decorateReads(app, config, database, redis)
 
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
   // Keyed by the signing key, which every instance shares: a new key forgets the familiar places.
