@@ -19,6 +19,9 @@ export const scopes = {
       'test/marketplace/*.test.ts',
       // The constructs' hooks that run only with a real server: replica admission, presence failures, a keyed request abandoned.
       'test/platform/replica-admission.test.ts',
+      // The replica rule (src/tenancy/replica-reads.ts): a replica down, access taken away.
+      'test/platform/replica-reads.test.ts',
+      'test/platform/revocation-on-replica.test.ts',
       'test/reliability/side-writes.test.ts',
       'test/idempotency/handler-timeout.test.ts',
     ],
