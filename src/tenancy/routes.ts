@@ -161,8 +161,8 @@ async function markSeen(request: FastifyRequest): Promise<void> {
  * handler works on, the keyed transaction while it holds one, else the app's.
  */
 function keyHooks(route: { url: string; schema: FastifySchema; config?: { idempotency?: boolean } }) {
-  const dbOf = (request: FastifyRequest): Db => held.get(request)?.db ?? request.server.db
   const held = new WeakMap<FastifyRequest, KeyedTransaction>()
+  const dbOf = (request: FastifyRequest): Db => held.get(request)?.db ?? request.server.db
   if (!route.config?.idempotency) return { preHandler: [], onSend: [], onResponse: [], dbOf }
   requireKeyHeader(route.url, route.schema)
   async function claimKey(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
