@@ -4,7 +4,7 @@ import { Coalescer } from '../lib/coalescer.js'
 /** The channel db/migrations/0014_access_revocation_notices.ts names users on. */
 const CHANNEL = 'access_revoked'
 const MAX_BACKOFF_MS = 30_000
-/** The bound of a fence: a primary slower than this lets the read go on without it. */
+/** The bound of a fence: a primary slower than this sends the read to the primary itself. */
 const FENCE_TIMEOUT_MS = 1_000
 
 export interface AccessNoticesOptions {
@@ -68,7 +68,7 @@ export class AccessNotices {
    * Resolves true once every notice of a commit that ended before the call has been heard: a
    * statement on the listening connection, whose backend sends the notices it was signalled before
    * it answers (so that a read right after a revocation cannot beat its notice). False when not
-   * listening, or no answer within a second: the caller goes on without.
+   * listening, or no answer within a second: the caller then reads on the primary.
    */
   async heardAll(): Promise<boolean> {
     if (!this.listening) return false

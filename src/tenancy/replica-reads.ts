@@ -119,7 +119,9 @@ export class ReplicaReads {
       request.log.warn({ err: error }, 'replicas: the write positions could not be read; reading on the primary')
       return this.onPrimary(read, 'no_position')
     }
-    await heard
+    // Not heard (not listening, or the primary slower than the fence's bound): a revocation may be
+    // unheard, so the primary answers, as when the write positions cannot be read.
+    if ((await heard) === false) return this.onPrimary(read, 'no_position')
     const revoked = this.revokedAfter(request.tokenClaims?.user_id)
     if (revoked === undefined) return this.onPrimary(read, 'revoked')
     const behind = after === undefined || revoked >= after ? 'revoked' : 'own_write'
