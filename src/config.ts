@@ -2,7 +2,7 @@ import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
 import { Type, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { EnvironmentSchema, type Environment } from '../schemas/config.js'
-import { listItems, PRODUCTION_SECRET_RULES, variableWeakness } from './secret-strength.js'
+import { type KeyFormat, listItems, PRODUCTION_SECRET_RULES, variableWeakness, whitespaceProblem } from './secret-strength.js'
 
 /** A public key tokens were signed with before (JWT_PUBLIC_KEY_FALLBACKS): it still verifies and stays in the JWKS. */
 export interface JwtPublicKey {
@@ -248,6 +248,23 @@ function secretProblems(env: Environment, names: readonly SecretName[]): string[
   })
 }
 
+/** The variables holding keys beside the secrets: PEM, whose whitespace is checked too. */
+const KEY_FORMATS: Partial<Record<EnvironmentName, KeyFormat>> = {
+  JWT_PRIVATE_KEY: { pem: true },
+  JWT_PUBLIC_KEY: { pem: true },
+  JWT_PUBLIC_KEY_FALLBACKS: { pem: true, list: true },
+}
+
+/** `NAME: reason` for each of `names` written with whitespace around it (or an item), refused anywhere. */
+function whitespaceProblems(env: Environment, names: readonly EnvironmentName[]): string[] {
+  return names.flatMap((name) => {
+    const value = env[name]
+    const format = KEY_FORMATS[name] ?? (PRODUCTION_SECRET_RULES as Partial<Record<EnvironmentName, KeyFormat>>)[name] ?? {}
+    const problem = typeof value === 'string' ? whitespaceProblem(value, format) : undefined
+    return problem ? [`${name}: ${problem}`] : []
+  })
+}
+
 /** How to fix a refusal of secrets, said once after the list of them. */
 const OWN_SECRETS_HINT =
   'secrets of your own, in production and on any DATABASE_URL: the demo values serve the embedded demo database only; ' +
@@ -262,7 +279,8 @@ const OWN_SECRETS_HINT =
  * production, is gone (docs/decisions.md); a deployment still setting it is told.
  */
 function checkSecrets(env: Environment, rawEnv: NodeJS.ProcessEnv, names: readonly SecretName[] = ALL_SECRETS, database = true): void {
-  const problems: string[] = []
+  const keys = names === ALL_SECRETS ? (Object.keys(KEY_FORMATS) as EnvironmentName[]) : []
+  const problems = whitespaceProblems(env, [...names, ...keys])
   if (database && env.NODE_ENV === 'production' && env.DATABASE_URL === undefined && !demoDataAllowed(env)) {
     problems.push('DATABASE_URL: required in production (or ALLOW_DEMO_DATA=true to serve the embedded demo and its public logins)')
   }
