@@ -61,6 +61,8 @@ export interface Config {
   linkTtl: number
   /** Whether demo data may be loaded (a new embedded database, `seed`): always outside production, there only with ALLOW_DEMO_DATA=true. */
   demoData: boolean
+  /** ALLOW_DEMO_DATA=true, said: what a database marked production needs to serve the demo accounts, whatever NODE_ENV. */
+  allowDemoData: boolean
   esignWebhookSecrets: string[]
   esignWebhookHmacKey: string | undefined
   redisUrl: string | undefined
@@ -125,6 +127,20 @@ function parseTrustProxy(text: string | undefined): TrustProxy {
   if (text === 'true') return true
   if (/^[0-9]+$/.test(text)) return Number(text)
   return splitList(text)
+}
+
+/**
+ * `true` or a hop count trusts every peer's X-Forwarded-For: anyone who reaches the service picks
+ * the address its limits count. Production takes the gateway's addresses or CIDRs only (issue 42, item 11).
+ */
+function trustProxyOf(env: Environment): TrustProxy {
+  const trustProxy = parseTrustProxy(env.TRUST_PROXY)
+  if (env.NODE_ENV === 'production' && (trustProxy === true || typeof trustProxy === 'number')) {
+    throw new ConfigError(
+      `TRUST_PROXY: ${env.TRUST_PROXY} lets every peer set X-Forwarded-For, refused in production: list the gateway's addresses or CIDRs (e.g. TRUST_PROXY=10.0.0.5)`,
+    )
+  }
+  return trustProxy
 }
 
 function splitList(text: string | undefined): string[] {
@@ -428,11 +444,12 @@ const SETTINGS: { [Key in keyof Config]: (env: Environment, rawEnv: NodeJS.Proce
   legacySecretKeyFallbacks: (env) => splitList(env.LEGACY_SECRET_KEY_FALLBACKS),
   linkTtl: (env) => seconds(env.LINK_TTL, '3d'),
   demoData: demoDataAllowed,
+  allowDemoData: (env) => env.ALLOW_DEMO_DATA === 'true',
   esignWebhookSecrets: (env) => splitList(demoSecretOr(env, 'ESIGN_WEBHOOK_SECRETS')),
   esignWebhookHmacKey: (env) => env.ESIGN_WEBHOOK_HMAC_KEY,
   redisUrl: (env) => env.REDIS_URL,
   publicBaseUrl: (env) => publicBaseUrlOf(env.PUBLIC_BASE_URL),
-  trustProxy: (env) => parseTrustProxy(env.TRUST_PROXY),
+  trustProxy: trustProxyOf,
   logLevel: (env) => env.LOG_LEVEL ?? 'info',
   loginThrottle: (env) => ({
     perClient: Number(env.LOGIN_FAILURES_PER_CLIENT ?? 5),

@@ -38,6 +38,18 @@ describe('configuration', () => {
     expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8,127.0.0.1' }).trustProxy).toEqual(['10.0.0.0/8', '127.0.0.1'])
   })
 
+  it('refuses TRUST_PROXY=true or a hop count in production, which trust every peer: addresses or CIDRs only (issue 42, item 11)', () => {
+    const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app', ...STRONG_ENV }
+    for (const trustProxy of ['true', '1', '2']) {
+      expect(() => loadConfig({ ...production, TRUST_PROXY: trustProxy })).toThrowError(
+        new RegExp(`^TRUST_PROXY: ${trustProxy} lets every peer set X-Forwarded-For, refused in production: list the gateway's addresses or CIDRs`),
+      )
+      expect(loadConfig({ TRUST_PROXY: trustProxy }).trustProxy).toBe(trustProxy === 'true' ? true : Number(trustProxy))
+    }
+    expect(loadConfig({ ...production, TRUST_PROXY: '10.0.0.5,fd00::/64' }).trustProxy).toEqual(['10.0.0.5', 'fd00::/64'])
+    expect(loadConfig({ ...production, TRUST_PROXY: 'false' }).trustProxy).toBe(false)
+  })
+
   it.each([
     [{ PORT: 'eighty' }, 'PORT'],
     [{ PORT: '70000' }, 'PORT'],
@@ -186,7 +198,8 @@ describe('configuration', () => {
   it('refuses ALLOW_DEMO_DATA=false as no permission: no demo data in production, the embedded database refused (issue 42, test b)', () => {
     const production = { NODE_ENV: 'production', ...STRONG_ENV, ALLOW_DEMO_DATA: 'false' }
     expect(() => loadConfig(production)).toThrowError(/^DATABASE_URL: required in production/)
-    expect(loadConfig({ ...production, DATABASE_URL: 'postgres://db/app' }).demoData).toBe(false)
+    expect(loadConfig({ ...production, DATABASE_URL: 'postgres://db/app' })).toMatchObject({ demoData: false, allowDemoData: false })
+    expect(loadConfig({ ALLOW_DEMO_DATA: 'false' })).toMatchObject({ demoData: true, allowDemoData: false })
     expect(() => loadSeedSettings({ NODE_ENV: 'production', ALLOW_DEMO_DATA: 'false' })).toThrowError(/^ALLOW_DEMO_DATA: /)
     expect(loadSeedSettings({ NODE_ENV: 'development', ALLOW_DEMO_DATA: 'false' }).allowDemoData).toBe(false)
     expect(loadConfirmationLinkSettings({ NODE_ENV: 'production', ALLOW_DEMO_DATA: 'false', LEGACY_SECRET_KEY: STRONG.legacy }).demoData).toBe(false)
