@@ -31,6 +31,7 @@ import databasePlugin from './plugins/database.js'
 import docsPlugin from './plugins/docs.js'
 import drainingPlugin from './plugins/draining.js'
 import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
+import singleHostHeader from './plugins/host-header.js'
 import forwardedForCheck from './plugins/forwarded-for.js'
 import healthRoutes from './plugins/health.js'
 import requestDeadline from './plugins/request-deadline.js'
@@ -189,6 +190,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(securityHeaders)
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
+  await app.register(singleHostHeader)
   // HANDLER_TIMEOUT (src/plugins/request-deadline.ts): never a hung request, POSTs included.
   await app.register(requestDeadline, { timeoutMs: config.handlerTimeoutMs })
   await app.register(drainingPlugin)
