@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { DEMO, problemOf, useTestApp, type Tokens } from '../helpers/app.js'
+import { testDatabase } from '../helpers/database.js'
 import { isReplay, newKey, post } from '../idempotency/helpers.js'
 import { linkFor, tokenFamilies } from './links.js'
 
@@ -49,5 +50,20 @@ describe('route 10 replays a session only within the refresh grace (issue 33 ite
     problemOf(await confirm(url, key), 409, 'idempotency_replay_expired')
     expect((await refresh(replayed.refresh)).statusCode).toBe(401)
     expect((await refresh(successor.json<Tokens>().refresh)).statusCode).toBe(401)
+  })
+})
+
+describe("route 10's Idempotency-Key is the link's own (issue 42, test a)", () => {
+  it('one key on two links confirms each account: the second is not a replay of the first', async () => {
+    // Lucas made a migrated account awaiting confirmation too, as Maria's.
+    const { db } = await testDatabase()
+    await db.updateTable('users').set({ migration_state: 'pending', is_active: false }).where('id', '=', DEMO.users.lucas).execute()
+    const key = newKey()
+    const maria = await confirm(await linkFor('maria@legacy.example'), key)
+    const lucas = await confirm(await linkFor('lucas@legacy.example'), key)
+    expect([maria.statusCode, lucas.statusCode]).toEqual([201, 201])
+    expect([isReplay(maria), isReplay(lucas)]).toEqual([false, false])
+    expect(lucas.json<Tokens>().refresh).not.toBe(maria.json<Tokens>().refresh)
+    expect([await tokenFamilies(DEMO.users.maria), await tokenFamilies(DEMO.users.lucas)]).toEqual([1, 1])
   })
 })
