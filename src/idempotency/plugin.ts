@@ -18,6 +18,11 @@ declare module 'fastify' {
      * replayed only within the refresh grace (docs/decisions.md); later, 409 idempotency_replay_expired.
      */
     idempotencyReplayFor?: number
+    /**
+     * Whether a kept 2xx answer may still be replayed: route 10's, only while the session it started
+     * has not been refreshed (docs/retries.md); else 409 idempotency_replay_expired, as past the grace.
+     */
+    idempotencyReplayable?(answerBody: string): Promise<boolean>
   }
   interface FastifyRequest {
     /** The key this request holds, with the transaction its work, and then its answer, commit in. */
@@ -129,11 +134,15 @@ function problemText(request: FastifyRequest, reply: FastifyReply, status: numbe
 }
 
 /** The kept answer of the key (with `Idempotent-Replayed`), or 422 when the key came with another request. */
-function keptAnswer(request: FastifyRequest, reply: FastifyReply, held: KeyedRequest, row: KeyRow): string {
+async function keptAnswer(request: FastifyRequest, reply: FastifyReply, held: KeyedRequest, row: KeyRow): Promise<string> {
   if (!held.fingerprint.equals(Buffer.from(row.fingerprint))) return problemText(request, reply, 422, 'idempotency_key_reused', DETAILS.reused)
   const replayFor = request.routeOptions.config.idempotencyReplayFor
   if (replayFor !== undefined && row.age > replayFor) return problemText(request, reply, 409, 'idempotency_replay_expired', DETAILS.replayExpired)
   const answer = openAnswer(held.key, held.scope, held.route, row.answer)
+  const replayable = request.routeOptions.config.idempotencyReplayable
+  if (replayable && row.status < 400 && !(await replayable(answer.body))) {
+    return problemText(request, reply, 409, 'idempotency_replay_expired', DETAILS.replayExpired)
+  }
   request.problemCode = row.status >= 400 ? ((JSON.parse(answer.body) as { code?: string }).code ?? null) : null
   reply.removeHeader('location')
   reply.code(row.status).header(REPLAYED_HEADER, 'true')
@@ -195,7 +204,7 @@ export default fp(
       // A kept answer is final: replayed even while another retry holds the lock to look at it.
       if (locked.row) {
         if (!keyed.fingerprint.equals(Buffer.from(locked.row.fingerprint))) throw problem(422, 'idempotency_key_reused', DETAILS.reused)
-        return reply.send(keptAnswer(request, reply, keyed, locked.row))
+        return reply.send(await keptAnswer(request, reply, keyed, locked.row))
       }
       // Still running: never a wait that holds a pooled connection, the client waits instead.
       throw problem(409, 'idempotency_key_in_use', DETAILS.inUse, { headers: { 'retry-after': '1' } })
@@ -209,7 +218,7 @@ export default fp(
     async function answerCommittedMeanwhile(request: FastifyRequest, reply: FastifyReply, held: HeldKey): Promise<string | undefined> {
       try {
         const row = await findKey(app.db, held)
-        return row && keptAnswer(request, reply, held, row)
+        return row && (await keptAnswer(request, reply, held, row))
       } catch (error) {
         request.log.warn({ err: error }, 'idempotency: the key could not be read again')
         return undefined

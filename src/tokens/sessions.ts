@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../../db/types.js'
 import { inTransaction } from '../db/transaction.js'
-import { createLoginSession, createSession, findRetriedSuccessor, revokeFamilyOnReuse, spendAndReplaceRefreshToken } from './repository.js'
+import {
+  createLoginSession,
+  createSession,
+  findRetriedSuccessor,
+  isCurrentRefreshToken,
+  revokeFamilyOnReuse,
+  spendAndReplaceRefreshToken,
+} from './repository.js'
 import { newJti, tokenNotValid, type RefreshTerm, type TokenSigner } from './tokens.js'
 
 export interface TokenPair {
@@ -112,4 +119,15 @@ export async function rotateRefreshToken(
   }
   if (outcome.revoked) observer.replayed?.(claims.user_id, claims.fid)
   throw tokenNotValid()
+}
+
+/**
+ * Whether the session an answer started (its `refresh`) is as that answer left it: not refreshed
+ * since, nor revoked. Route 10 replays its answer only then, so that a replay never yields a token
+ * that outlives the first answer's (a spent first token would get the owner's successor within the grace).
+ */
+export async function sessionAsAnswered(db: Db, signer: TokenSigner, answerBody: string): Promise<boolean> {
+  const { refresh } = JSON.parse(answerBody) as { refresh?: unknown }
+  const claims = typeof refresh === 'string' ? signer.verify(refresh, 'refresh') : undefined
+  return claims ? isCurrentRefreshToken(db, claims.fid, claims.jti) : false
 }
