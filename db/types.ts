@@ -252,6 +252,12 @@ export interface DeploymentMarksTable {
   marked_at: DefaultTimestamp
 }
 
+/** The deployment's kid cut-over (migration 0015): one row. */
+export interface KidCutoverTable {
+  one: Generated<boolean>
+  cut_over_at: DefaultTimestamp
+}
+
 export interface Database {
   users: UsersTable
   companies: CompaniesTable
@@ -273,6 +279,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable
   idempotency_keys: IdempotencyKeysTable
   deployment_marks: DeploymentMarksTable
+  kid_cutover: KidCutoverTable
 }
 
 /** What repository functions take: the app's Kysely instance or an open transaction. */

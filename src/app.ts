@@ -29,6 +29,8 @@ import databasePlugin from './plugins/database.js'
 import docsPlugin from './plugins/docs.js'
 import drainingPlugin from './plugins/draining.js'
 import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
+import { warnOfPerInstanceState } from './observability/instance-warnings.js'
+import singleHostHeader from './plugins/host-header.js'
 import forwardedForCheck from './plugins/forwarded-for.js'
 import healthRoutes from './plugins/health.js'
 import requestDeadline from './plugins/request-deadline.js'
@@ -180,9 +182,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // A database the caller opened (the tests share one) is theirs to observe.
   if (database.pool && !options.database && config.metricsPort !== undefined) database.pool.onAcquire = app.metrics.databasePool(database.pool)
   await app.register(forwardedForCheck, { config })
+  warnOfPerInstanceState(app.log, config)
   await app.register(securityHeaders)
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
+  await app.register(singleHostHeader)
   // HANDLER_TIMEOUT (src/plugins/request-deadline.ts): never a hung request, POSTs included.
   await app.register(requestDeadline, { timeoutMs: config.handlerTimeoutMs })
   await app.register(drainingPlugin)

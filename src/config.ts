@@ -2,7 +2,7 @@ import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
 import { Type, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { EnvironmentSchema, type Environment } from '../schemas/config.js'
-import { listItems, PRODUCTION_SECRET_RULES, variableWeakness } from './secret-strength.js'
+import { type KeyFormat, listItems, PRODUCTION_SECRET_RULES, variableWeakness, whitespaceProblem } from './secret-strength.js'
 
 /** A public key tokens were signed with before (JWT_PUBLIC_KEY_FALLBACKS): it still verifies and stays in the JWKS. */
 export interface JwtPublicKey {
@@ -61,6 +61,8 @@ export interface Config {
   linkTtl: number
   /** Whether demo data may be loaded (a new embedded database, `seed`): always outside production, there only with ALLOW_DEMO_DATA=true. */
   demoData: boolean
+  /** ALLOW_DEMO_DATA=true, said: what a database marked production needs to serve the demo accounts, whatever NODE_ENV. */
+  allowDemoData: boolean
   esignWebhookSecrets: string[]
   esignWebhookHmacKey: string | undefined
   redisUrl: string | undefined
@@ -125,6 +127,20 @@ function parseTrustProxy(text: string | undefined): TrustProxy {
   if (text === 'true') return true
   if (/^[0-9]+$/.test(text)) return Number(text)
   return splitList(text)
+}
+
+/**
+ * `true` or a hop count trusts every peer's X-Forwarded-For: anyone who reaches the service picks
+ * the address its limits count. Production takes the gateway's addresses or CIDRs only (issue 42, item 11).
+ */
+function trustProxyOf(env: Environment): TrustProxy {
+  const trustProxy = parseTrustProxy(env.TRUST_PROXY)
+  if (env.NODE_ENV === 'production' && (trustProxy === true || typeof trustProxy === 'number')) {
+    throw new ConfigError(
+      `TRUST_PROXY: ${env.TRUST_PROXY} lets every peer set X-Forwarded-For, refused in production: list the gateway's addresses or CIDRs (e.g. TRUST_PROXY=10.0.0.5)`,
+    )
+  }
+  return trustProxy
 }
 
 function splitList(text: string | undefined): string[] {
@@ -248,6 +264,23 @@ function secretProblems(env: Environment, names: readonly SecretName[]): string[
   })
 }
 
+/** The variables holding keys beside the secrets: PEM, whose whitespace is checked too. */
+const KEY_FORMATS: Partial<Record<EnvironmentName, KeyFormat>> = {
+  JWT_PRIVATE_KEY: { pem: true },
+  JWT_PUBLIC_KEY: { pem: true },
+  JWT_PUBLIC_KEY_FALLBACKS: { pem: true, list: true },
+}
+
+/** `NAME: reason` for each of `names` written with whitespace around it (or an item), refused anywhere. */
+function whitespaceProblems(env: Environment, names: readonly EnvironmentName[]): string[] {
+  return names.flatMap((name) => {
+    const value = env[name]
+    const format = KEY_FORMATS[name] ?? (PRODUCTION_SECRET_RULES as Partial<Record<EnvironmentName, KeyFormat>>)[name] ?? {}
+    const problem = typeof value === 'string' ? whitespaceProblem(value, format) : undefined
+    return problem ? [`${name}: ${problem}`] : []
+  })
+}
+
 /** How to fix a refusal of secrets, said once after the list of them. */
 const OWN_SECRETS_HINT =
   'secrets of your own, in production and on any DATABASE_URL: the demo values serve the embedded demo database only; ' +
@@ -262,7 +295,8 @@ const OWN_SECRETS_HINT =
  * production, is gone (docs/decisions.md); a deployment still setting it is told.
  */
 function checkSecrets(env: Environment, rawEnv: NodeJS.ProcessEnv, names: readonly SecretName[] = ALL_SECRETS, database = true): void {
-  const problems: string[] = []
+  const keys = names === ALL_SECRETS ? (Object.keys(KEY_FORMATS) as EnvironmentName[]) : []
+  const problems = whitespaceProblems(env, [...names, ...keys])
   if (database && env.NODE_ENV === 'production' && env.DATABASE_URL === undefined && !demoDataAllowed(env)) {
     problems.push('DATABASE_URL: required in production (or ALLOW_DEMO_DATA=true to serve the embedded demo and its public logins)')
   }
@@ -300,110 +334,146 @@ function metricsPortOf(raw: string | undefined, validated: string | undefined): 
   return port === 0 ? undefined : port
 }
 
+const seconds = (value: string | undefined, fallback: string): number => parseDuration(value ?? fallback)
+const milliseconds = (value: string | undefined, fallback: string): number => Math.round(seconds(value, fallback) * 1000)
+
+function portOf(text: string | undefined): number {
+  const port = Number(text ?? 3000)
+  if (port > 65535) throw new ConfigError('PORT: must be at most 65535')
+  return port
+}
+
+/** A stalled database would hang requests: its timeouts are above 0. */
+function databaseTimeoutMs(text: string | undefined, fallback: string): number {
+  const ms = milliseconds(text, fallback)
+  if (ms === 0) {
+    throw new ConfigError('DATABASE_CONNECT_TIMEOUT / DATABASE_STATEMENT_TIMEOUT: must be above 0 (a stalled database would hang requests)')
+  }
+  return ms
+}
+
+function databaseReplicaUrlsOf(env: Environment): string[] {
+  const urls = (env.DATABASE_REPLICA_URLS ?? '')
+    .split(',')
+    .map((url) => url.trim())
+    .filter((url) => url !== '')
+  if (urls.length > 0 && env.DATABASE_URL === undefined) {
+    throw new ConfigError('DATABASE_REPLICA_URLS: needs DATABASE_URL (the primary); the embedded database has no replicas')
+  }
+  return urls
+}
+
+function databaseReplicaMaxLagMsOf(env: Environment): number {
+  const ms = milliseconds(env.DATABASE_REPLICA_MAX_LAG, '5s')
+  if (ms < 1000) throw new ConfigError('DATABASE_REPLICA_MAX_LAG: must be at least 1s (lag is measured once a second)')
+  return ms
+}
+
+function drainOf(env: Environment): Config['drain'] {
+  const drain = { delayMs: milliseconds(env.DRAIN_DELAY, '5s'), shutdownTimeoutMs: milliseconds(env.SHUTDOWN_TIMEOUT, '25s') }
+  if (drain.shutdownTimeoutMs < drain.delayMs + 1000) {
+    throw new ConfigError('SHUTDOWN_TIMEOUT: must exceed DRAIN_DELAY by at least 1s (requests in flight need time to finish)')
+  }
+  return drain
+}
+
+const handlerTimeoutMsOf = (env: Environment): number => milliseconds(env.HANDLER_TIMEOUT, '10s')
+
 /**
- * Validates the environment and returns typed settings. Secrets fall back to documented demo values
- * on the embedded database outside production only (see checkSecrets).
+ * A login waiting for its burst past the handler's bound would be answered 503 instead of served:
+ * the default stays a second below HANDLER_TIMEOUT, a value set above that is refused.
+ */
+function loginBurstWaitMsOf(env: Environment): number {
+  const handlerTimeoutMs = handlerTimeoutMsOf(env)
+  const boundMs = handlerTimeoutMs > 0 ? Math.max(0, handlerTimeoutMs - 1000) : Infinity
+  const waitMs = env.LOGIN_BURST_WAIT === undefined ? Math.min(5000, boundMs) : milliseconds(env.LOGIN_BURST_WAIT, '5s')
+  if (waitMs > boundMs) {
+    throw new ConfigError('LOGIN_BURST_WAIT: must stay at least 1s below HANDLER_TIMEOUT (a waiting login would be answered 503)')
+  }
+  return waitMs
+}
+
+function httpTimeoutsOf(env: Environment): Config['http'] {
+  if (env.REQUEST_TIMEOUT !== undefined && parseDuration(env.REQUEST_TIMEOUT) === 0) {
+    throw new ConfigError('REQUEST_TIMEOUT: must be at least 1s (a body sent slowly would hold its connection forever)')
+  }
+  return {
+    requestTimeout: seconds(env.REQUEST_TIMEOUT, '30s'),
+    // Above the usual gateway idle timeouts (nginx's upstream 60 s): the gateway closes first, so it
+    // never sends a request on a connection the service is closing.
+    keepAliveTimeout: seconds(env.KEEP_ALIVE_TIMEOUT, '65s'),
+    connectionTimeout: seconds(env.CONNECTION_TIMEOUT, '120s'),
+  }
+}
+
+/** The secrets fall back to their demo values on the embedded database outside production only (checkSecrets). */
+const demoSecretOr = (env: Environment, name: keyof typeof DEMO_SECRETS): string => env[name] ?? DEMO_SECRETS[name]
+
+/**
+ * The table of settings: each of Config's fields and how it is read from the validated environment
+ * (rawEnv: as set, for a variable whose empty value means something). A new setting is one more row.
+ */
+const SETTINGS: { [Key in keyof Config]: (env: Environment, rawEnv: NodeJS.ProcessEnv) => Config[Key] } = {
+  env: (env) => env.NODE_ENV ?? 'development',
+  http: httpTimeoutsOf,
+  port: (env) => portOf(env.PORT),
+  host: (env) => env.HOST ?? '0.0.0.0',
+  metricsPort: (env, rawEnv) => metricsPortOf(rawEnv.METRICS_PORT, env.METRICS_PORT),
+  metricsHost: (env) => env.METRICS_HOST ?? '127.0.0.1',
+  drain: drainOf,
+  databaseUrl: (env) => env.DATABASE_URL,
+  databasePoolSize: (env) => Number(env.DATABASE_POOL_SIZE ?? 10),
+  databasePreparedStatements: (env) => env.DATABASE_PREPARED_STATEMENTS !== 'false',
+  databaseConnectTimeoutMs: (env) => databaseTimeoutMs(env.DATABASE_CONNECT_TIMEOUT, '2s'),
+  databaseStatementTimeoutMs: (env) => databaseTimeoutMs(env.DATABASE_STATEMENT_TIMEOUT, '5s'),
+  databaseReplicaUrls: databaseReplicaUrlsOf,
+  databaseReplicaMaxLagMs: databaseReplicaMaxLagMsOf,
+  handlerTimeoutMs: handlerTimeoutMsOf,
+  pgliteDir: (env) => env.PGLITE_DIR ?? './data/pglite',
+  jwt: (env) => ({
+    ...loadJwtKeys(env, demoSecretOr(env, 'JWT_SIGNING_KEY')),
+    issuer: env.JWT_ISSUER,
+    audience: env.JWT_AUDIENCE,
+    kidCutoverMs: kidCutoverOf(env.JWT_KID_CUTOVER),
+  }),
+  accessTokenTtl: (env) => seconds(env.ACCESS_TOKEN_TTL, '5m'),
+  refreshTokenTtl: (env) => seconds(env.REFRESH_TOKEN_TTL, '1d'),
+  refreshAbsoluteTtl: (env) => seconds(env.REFRESH_ABSOLUTE_TTL, '30d'),
+  refreshReuseGrace: (env) => seconds(env.REFRESH_REUSE_GRACE, '30s'),
+  legacySecretKey: (env) => demoSecretOr(env, 'LEGACY_SECRET_KEY'),
+  legacySecretKeyFallbacks: (env) => splitList(env.LEGACY_SECRET_KEY_FALLBACKS),
+  linkTtl: (env) => seconds(env.LINK_TTL, '3d'),
+  demoData: demoDataAllowed,
+  allowDemoData: (env) => env.ALLOW_DEMO_DATA === 'true',
+  esignWebhookSecrets: (env) => splitList(demoSecretOr(env, 'ESIGN_WEBHOOK_SECRETS')),
+  esignWebhookHmacKey: (env) => env.ESIGN_WEBHOOK_HMAC_KEY,
+  redisUrl: (env) => env.REDIS_URL,
+  publicBaseUrl: (env) => publicBaseUrlOf(env.PUBLIC_BASE_URL),
+  trustProxy: trustProxyOf,
+  logLevel: (env) => env.LOG_LEVEL ?? 'info',
+  loginThrottle: (env) => ({
+    perClient: Number(env.LOGIN_FAILURES_PER_CLIENT ?? 5),
+    perAccount: Number(env.LOGIN_FAILURES_PER_ACCOUNT ?? 20),
+    perAddress: Number(env.LOGIN_FAILURES_PER_ADDRESS ?? 30),
+    windowSeconds: seconds(env.LOGIN_FAILURE_WINDOW, '15m'),
+    burstWaitMs: loginBurstWaitMsOf(env),
+  }),
+  loginFamiliarTtl: (env) => seconds(env.LOGIN_FAMILIAR_TTL, '30d'),
+  idempotencyKeyQuota: idempotencyKeyQuotaOf,
+  loginFailureMinMs: (env) => Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
+  passwordHashQueuePerThread: (env) => Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),
+  helperThreadNiceness: (env) => Number(env.HELPER_THREAD_NICENESS ?? 10),
+}
+
+/**
+ * Validates the environment and returns typed settings, row by row of SETTINGS. Secrets fall back
+ * to documented demo values on the embedded database outside production only (see checkSecrets).
  */
 export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
   const env = readEnvironment(rawEnv)
   checkSecrets(env, rawEnv)
-  const secret = (name: keyof typeof DEMO_SECRETS): string => env[name] ?? DEMO_SECRETS[name]
-
-  const port = Number(env.PORT ?? 3000)
-  if (env.REQUEST_TIMEOUT !== undefined && parseDuration(env.REQUEST_TIMEOUT) === 0) {
-    throw new ConfigError('REQUEST_TIMEOUT: must be at least 1s (a body sent slowly would hold its connection forever)')
-  }
-  if (port > 65535) throw new ConfigError('PORT: must be at most 65535')
-  const metricsPort = metricsPortOf(rawEnv.METRICS_PORT, env.METRICS_PORT)
-  const loginWindow = parseDuration(env.LOGIN_FAILURE_WINDOW ?? '15m')
-  const milliseconds = (value: string | undefined, fallback: string) => Math.round(parseDuration(value ?? fallback) * 1000)
-  const drain = {
-    delayMs: milliseconds(env.DRAIN_DELAY, '5s'),
-    shutdownTimeoutMs: milliseconds(env.SHUTDOWN_TIMEOUT, '25s'),
-  }
-  if (drain.shutdownTimeoutMs < drain.delayMs + 1000) {
-    throw new ConfigError('SHUTDOWN_TIMEOUT: must exceed DRAIN_DELAY by at least 1s (requests in flight need time to finish)')
-  }
-  const databaseConnectTimeoutMs = milliseconds(env.DATABASE_CONNECT_TIMEOUT, '2s')
-  const databaseStatementTimeoutMs = milliseconds(env.DATABASE_STATEMENT_TIMEOUT, '5s')
-  if (databaseConnectTimeoutMs === 0 || databaseStatementTimeoutMs === 0) {
-    throw new ConfigError('DATABASE_CONNECT_TIMEOUT / DATABASE_STATEMENT_TIMEOUT: must be above 0 (a stalled database would hang requests)')
-  }
-  const databaseReplicaUrls = (env.DATABASE_REPLICA_URLS ?? '')
-    .split(',')
-    .map((url) => url.trim())
-    .filter((url) => url !== '')
-  if (databaseReplicaUrls.length > 0 && env.DATABASE_URL === undefined) {
-    throw new ConfigError('DATABASE_REPLICA_URLS: needs DATABASE_URL (the primary); the embedded database has no replicas')
-  }
-  const databaseReplicaMaxLagMs = milliseconds(env.DATABASE_REPLICA_MAX_LAG, '5s')
-  if (databaseReplicaMaxLagMs < 1000) {
-    throw new ConfigError('DATABASE_REPLICA_MAX_LAG: must be at least 1s (lag is measured once a second)')
-  }
-  const handlerTimeoutMs = milliseconds(env.HANDLER_TIMEOUT, '10s')
-  // A login waiting for its burst past the handler's bound would be answered 503 instead of served:
-  // the default stays a second below HANDLER_TIMEOUT, a value set above that is refused.
-  const burstWaitBoundMs = handlerTimeoutMs > 0 ? Math.max(0, handlerTimeoutMs - 1000) : Infinity
-  const loginBurstWaitMs = env.LOGIN_BURST_WAIT === undefined ? Math.min(5000, burstWaitBoundMs) : milliseconds(env.LOGIN_BURST_WAIT, '5s')
-  if (loginBurstWaitMs > burstWaitBoundMs) {
-    throw new ConfigError('LOGIN_BURST_WAIT: must stay at least 1s below HANDLER_TIMEOUT (a waiting login would be answered 503)')
-  }
-  return {
-    env: env.NODE_ENV ?? 'development',
-    port,
-    host: env.HOST ?? '0.0.0.0',
-    databaseUrl: env.DATABASE_URL,
-    databasePoolSize: Number(env.DATABASE_POOL_SIZE ?? 10),
-    databasePreparedStatements: env.DATABASE_PREPARED_STATEMENTS !== 'false',
-    databaseConnectTimeoutMs,
-    databaseStatementTimeoutMs,
-    databaseReplicaUrls,
-    databaseReplicaMaxLagMs,
-    handlerTimeoutMs,
-    drain,
-    pgliteDir: env.PGLITE_DIR ?? './data/pglite',
-    jwt: {
-      ...loadJwtKeys(env, secret('JWT_SIGNING_KEY')),
-      issuer: env.JWT_ISSUER,
-      audience: env.JWT_AUDIENCE,
-      kidCutoverMs: kidCutoverOf(env.JWT_KID_CUTOVER),
-    },
-    accessTokenTtl: parseDuration(env.ACCESS_TOKEN_TTL ?? '5m'),
-    refreshTokenTtl: parseDuration(env.REFRESH_TOKEN_TTL ?? '1d'),
-    refreshAbsoluteTtl: parseDuration(env.REFRESH_ABSOLUTE_TTL ?? '30d'),
-    refreshReuseGrace: parseDuration(env.REFRESH_REUSE_GRACE ?? '30s'),
-    legacySecretKey: secret('LEGACY_SECRET_KEY'),
-    legacySecretKeyFallbacks: splitList(env.LEGACY_SECRET_KEY_FALLBACKS),
-    linkTtl: parseDuration(env.LINK_TTL ?? '3d'),
-    demoData: demoDataAllowed(env),
-    esignWebhookSecrets: splitList(secret('ESIGN_WEBHOOK_SECRETS')),
-    esignWebhookHmacKey: env.ESIGN_WEBHOOK_HMAC_KEY,
-    redisUrl: env.REDIS_URL,
-    publicBaseUrl: publicBaseUrlOf(env.PUBLIC_BASE_URL),
-    trustProxy: parseTrustProxy(env.TRUST_PROXY),
-    logLevel: env.LOG_LEVEL ?? 'info',
-    http: {
-      requestTimeout: parseDuration(env.REQUEST_TIMEOUT ?? '30s'),
-      // Above the usual gateway idle timeouts (nginx's upstream 60 s): the gateway closes first, so it
-      // never sends a request on a connection the service is closing.
-      keepAliveTimeout: parseDuration(env.KEEP_ALIVE_TIMEOUT ?? '65s'),
-      connectionTimeout: parseDuration(env.CONNECTION_TIMEOUT ?? '120s'),
-    },
-    loginThrottle: {
-      perClient: Number(env.LOGIN_FAILURES_PER_CLIENT ?? 5),
-      perAccount: Number(env.LOGIN_FAILURES_PER_ACCOUNT ?? 20),
-      perAddress: Number(env.LOGIN_FAILURES_PER_ADDRESS ?? 30),
-      windowSeconds: loginWindow,
-      burstWaitMs: loginBurstWaitMs,
-    },
-    loginFamiliarTtl: parseDuration(env.LOGIN_FAMILIAR_TTL ?? '30d'),
-    idempotencyKeyQuota: idempotencyKeyQuotaOf(env),
-    loginFailureMinMs: Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
-    passwordHashQueuePerThread: Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),
-    helperThreadNiceness: Number(env.HELPER_THREAD_NICENESS ?? 10),
-    metricsPort,
-    metricsHost: env.METRICS_HOST ?? '127.0.0.1',
-  }
+  const entries = Object.entries(SETTINGS).map(([key, read]) => [key, (read as (e: Environment, r: NodeJS.ProcessEnv) => unknown)(env, rawEnv)])
+  return Object.fromEntries(entries) as Config
 }
 
 /** Where the commands (migrate, seed, confirmation-link) find the database. */
@@ -455,7 +525,7 @@ export function loadConfirmationLinkSettings(rawEnv: NodeJS.ProcessEnv = process
     ...databaseSettings(env),
     legacySecretKey: env.LEGACY_SECRET_KEY ?? DEMO_SECRETS.LEGACY_SECRET_KEY,
     demoData: demoDataAllowed(env),
-    linkTtl: parseDuration(env.LINK_TTL ?? '3d'),
+    linkTtl: seconds(env.LINK_TTL, '3d'),
     publicBaseUrl: publicBaseUrlOf(env.PUBLIC_BASE_URL),
   }
 }

@@ -38,10 +38,13 @@ export interface DemoValues {
   demoValues: readonly string[]
 }
 
+/** A demo value with a blank around it, in another case or in look-alike characters is still the demo value. */
+const foldedForComparison = (text: string): string => text.trim().normalize('NFKC').toLowerCase()
+
 /** Why `secret` is unfit for production, or undefined when it is fit. */
 export function secretWeakness(secret: string, minLength: number, { demoValues }: DemoValues): string | undefined {
-  const lower = secret.toLowerCase()
-  if (demoValues.some((demo) => demo.toLowerCase() === lower)) return 'a demo value'
+  const folded = foldedForComparison(secret)
+  if (demoValues.some((demo) => foldedForComparison(demo) === folded)) return 'a demo value'
   if (secret.length < minLength) return `shorter than ${minLength} characters`
   if (new Set(secret).size < MIN_DISTINCT_CHARACTERS) return `fewer than ${MIN_DISTINCT_CHARACTERS} different characters`
   if (isRepeatedRun(secret)) return 'a short run repeated'
@@ -68,4 +71,29 @@ export function variableWeakness(value: string, rule: SecretRule, demo: DemoValu
     if (weakness) return items.length > 1 ? `item ${index + 1} ${weakness}` : weakness
   }
   return undefined
+}
+
+/** How a variable holding a key is written: a list (comma-separated) and PEM (whose lines end with a line break) or not. */
+export interface KeyFormat {
+  list?: boolean
+  pem?: boolean
+}
+
+/** PEM's lines end with a line break, as written or escaped (`\\n`, src/config.ts): not whitespace around a key. */
+const TRAILING_LINE_BREAKS = /(\r?\n|\\n)+$/
+
+/**
+ * Why a secret or key variable is refused as written, or undefined: whitespace around its value or
+ * around any item of a list. The value is used as written, so a blank makes it another secret than
+ * the one meant (and than the demo check saw).
+ */
+export function whitespaceProblem(value: string, format: KeyFormat): string | undefined {
+  const surrounded = (text: string): boolean => {
+    const written = format.pem ? text.replace(TRAILING_LINE_BREAKS, '') : text
+    return written !== written.trim()
+  }
+  const fix = '(remove it: the value is used as written)'
+  if (surrounded(value)) return `leading or trailing whitespace ${fix}`
+  const index = format.list ? value.split(',').findIndex(surrounded) : -1
+  return index < 0 ? undefined : `item ${index + 1} has leading or trailing whitespace ${fix}`
 }

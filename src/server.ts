@@ -5,7 +5,7 @@ import { DEMO_PASSWORD, seedDemoUnlessPresent } from '../db/seed/demo.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { DataDirInUse } from './db/data-dir-lock.js'
-import { markProductionAndFindDemoAccounts } from './db/production-mark.js'
+import { demoAccountsIfMarkedProduction, markProductionAndFindDemoAccounts } from './db/production-mark.js'
 import { checkPortsBindable, portInUse } from './lib/port-check.js'
 import { lowerHelperThreadPriority } from './lib/thread-priority.js'
 import { listenAndAnnounce } from './observability/start-line.js'
@@ -40,17 +40,17 @@ async function refuseStart(app: FastifyInstance, line: string): Promise<never> {
 /**
  * A production start marks the database production and looks for the demo accounts (one
  * statement): their passwords are published, so production refuses them unless ALLOW_DEMO_DATA=true
- * says a demo or staging deployment is meant; then the start line names them in a warning.
+ * says a demo or staging deployment is meant; then the start line names them in a warning. A
+ * database so marked is production for every instance on it, whatever its NODE_ENV (issue 42, item 5).
  */
 async function demoAccountsAtStart(app: FastifyInstance, config: Config): Promise<string[]> {
-  if (config.env !== 'production') return []
   let accounts: string[]
   try {
-    accounts = await markProductionAndFindDemoAccounts(app.db)
+    accounts = config.env === 'production' ? await markProductionAndFindDemoAccounts(app.db) : await demoAccountsIfMarkedProduction(app.db)
   } catch (error) {
     return refuseStart(app, `cannot check the database for demo accounts before serving: ${(error as Error).message.split('\n')[0]}`)
   }
-  if (accounts.length > 0 && !config.demoData) {
+  if (accounts.length > 0 && !config.allowDemoData) {
     return refuseStart(
       app,
       `the database holds the demo accounts ${accounts.join(', ')}, whose passwords are published (docs/demo-data.md): ` +

@@ -13,6 +13,7 @@ import * as idempotencyAnswerWithWork from './0011_idempotency_answer_with_work.
 import * as solicitationDocumentTypes from './0012_solicitation_document_types.js'
 import * as idempotencyKeysCompact from './0013_idempotency_keys_compact.js'
 import * as accessRevocationNotices from './0014_access_revocation_notices.js'
+import * as kidCutover from './0015_kid_cutover.js'
 
 /**
  * Migrations are imported, not read from a folder, so that the compiled service and the tests
@@ -33,6 +34,7 @@ export const migrations: Record<string, Migration> = {
   '0012_solicitation_document_types': solicitationDocumentTypes,
   '0013_idempotency_keys_compact': idempotencyKeysCompact,
   '0014_access_revocation_notices': accessRevocationNotices,
+  '0015_kid_cutover': kidCutover,
 }
 
 export const migrationProvider: MigrationProvider = {

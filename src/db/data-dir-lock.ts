@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { closeSync, existsSync, linkSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, linkSync, openSync, readFileSync, readlinkSync, statSync, unlinkSync, writeSync } from 'node:fs'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 /**
  * One process per embedded database folder: PGlite takes no lock of its own, so two processes on
@@ -62,12 +63,40 @@ function isHeld(content: string): boolean {
   const running = startTimeOf(pid)
   if (running === undefined) return isRunning(pid) // gone, or hidden from us (hidepid): ask the kernel
   if (start !== undefined && start !== '-') return running === start
-  // The lock's first version named the pid alone: only a Node.js process can be its holder.
+  // The lock's first version named the pid alone: only this service's process can be its holder.
   try {
-    return path.basename(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '').startsWith('node')
+    return isThisService(pid)
   } catch {
     return true
   }
+}
+
+/** The folder of the service's package.json, above this module (src/db/ or the bundle's dist/). */
+function packageRoot(): string | undefined {
+  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'package.json'))) return dir
+    if (path.dirname(dir) === dir) return undefined
+  }
+}
+
+const isFile = (file: string): boolean => statSync(file, { throwIfNoEntry: false })?.isFile() ?? false
+
+/**
+ * Whether `pid` runs this service: a Node.js process with a script of this package (outside its
+ * node_modules) on its command line, relative paths read from its working directory. Another
+ * program, or `node` running something else, that took a recycled pid holds no lock of ours.
+ */
+function isThisService(pid: number): boolean {
+  const [program = '', ...args] = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+  if (!path.basename(program).startsWith('node')) return false
+  const root = packageRoot()
+  if (root === undefined) return true // nothing to compare with: any Node.js process may be ours
+  const cwd = readlinkSync(`/proc/${pid}/cwd`)
+  return args.some((arg) => {
+    const file = path.resolve(cwd, arg)
+    const inside = path.relative(root, file)
+    return !inside.startsWith('..') && !path.isAbsolute(inside) && !inside.split(path.sep).includes('node_modules') && isFile(file)
+  })
 }
 
 function contentOf(file: string): string | undefined {

@@ -23,6 +23,18 @@ export async function markProductionAndFindDemoAccounts(db: Db): Promise<string[
   return rows.map((row) => row.email)
 }
 
+/**
+ * The demo accounts of a database marked production, without marking it (none when it is not
+ * marked): an instance outside NODE_ENV=production on it checks what a production start checks.
+ */
+export async function demoAccountsIfMarkedProduction(db: Db): Promise<string[]> {
+  const { rows } = await sql<{ email: string }>`
+    SELECT email FROM users
+    WHERE id IN (${DEMO_USER_IDS}) AND EXISTS (SELECT 1 FROM deployment_marks WHERE name = 'production')
+    ORDER BY email`.execute(db)
+  return rows.map((row) => row.email)
+}
+
 /** Marks the database production (`migrate` under NODE_ENV=production); true when it was not yet. */
 export async function markProduction(db: Db, by: 'migrate' | 'service'): Promise<boolean> {
   const inserted = await db

@@ -43,11 +43,14 @@ export function problemText(request: FastifyRequest, reply: FastifyReply, status
 }
 
 /** The kept answer of the key (with `Idempotent-Replayed`), or 422 when the key came with another request. */
-export function keptAnswer(request: FastifyRequest, reply: FastifyReply, held: KeyedRequest, row: KeyRow): string {
+export async function keptAnswer(request: FastifyRequest, reply: FastifyReply, held: KeyedRequest, row: KeyRow): Promise<string> {
   if (!held.fingerprint.equals(Buffer.from(row.fingerprint))) return problemText(request, reply, 422, 'idempotency_key_reused', DETAILS.reused)
-  const replayFor = request.routeOptions.config.idempotencyReplayFor
+  const { idempotencyReplayFor: replayFor, idempotencyReplayable: replayable } = request.routeOptions.config
   if (replayFor !== undefined && row.age > replayFor) return problemText(request, reply, 409, 'idempotency_replay_expired', DETAILS.replayExpired)
   const answer = openAnswer(held.key, held.scope, held.route, row.answer)
+  if (replayable && row.status < 400 && !(await replayable(answer.body))) {
+    return problemText(request, reply, 409, 'idempotency_replay_expired', DETAILS.replayExpired)
+  }
   request.problemCode = row.status >= 400 ? ((JSON.parse(answer.body) as { code?: string }).code ?? null) : null
   reply.removeHeader('location')
   reply.code(row.status).header(REPLAYED_HEADER, 'true')

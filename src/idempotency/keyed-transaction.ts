@@ -18,6 +18,11 @@ declare module 'fastify' {
      * replayed only within the refresh grace (docs/decisions.md); later, 409 idempotency_replay_expired.
      */
     idempotencyReplayFor?: number
+    /**
+     * Whether a kept 2xx answer may still be replayed: route 10's, only while the session it started
+     * has not been refreshed (docs/retries.md); else 409 idempotency_replay_expired, as past the grace.
+     */
+    idempotencyReplayable?(answerBody: string): Promise<boolean>
   }
   interface FastifyInstance {
     /** New Idempotency-Keys per caller and window (./quota.ts), taken by a keyed transaction's claim. */
@@ -116,7 +121,7 @@ export class KeyedTransaction {
     // A kept answer is final: replayed even while another retry holds the lock to look at it.
     if (locked.row) {
       if (!keyed.fingerprint.equals(Buffer.from(locked.row.fingerprint))) throw problem(422, 'idempotency_key_reused', DETAILS.reused)
-      return reply.send(keptAnswer(request, reply, keyed, locked.row))
+      return reply.send(await keptAnswer(request, reply, keyed, locked.row))
     }
     // Still running: never a wait that holds a pooled connection, the client waits instead.
     throw problem(409, 'idempotency_key_in_use', DETAILS.inUse, { headers: { 'retry-after': '1' } })
@@ -200,7 +205,7 @@ export class KeyedTransaction {
       keep()
       if (outcome.kind === 'unknown') return this.unavailable(reply, error, DETAILS.unknown)
       // Its own answer (the sealed bytes carry a random IV), or the one a retry committed after it.
-      return sealed.equals(Buffer.from(outcome.row.answer)) ? payload : keptAnswer(request, reply, held, outcome.row)
+      return sealed.equals(Buffer.from(outcome.row.answer)) ? payload : await keptAnswer(request, reply, held, outcome.row)
     }
   }
 
@@ -223,7 +228,7 @@ export class KeyedTransaction {
   private async answerCommittedMeanwhile(reply: FastifyReply): Promise<string | undefined> {
     try {
       const row = await findKey(this.request.server.db, this.held)
-      return row && keptAnswer(this.request, reply, this.held, row)
+      return row && (await keptAnswer(this.request, reply, this.held, row))
     } catch (error) {
       this.request.log.warn({ err: error }, 'idempotency: the key could not be read again')
       return undefined

@@ -6,7 +6,7 @@ import type { Config } from '../config.js'
 export interface DemoAtStart {
   /** A login to print: the embedded demo's, which src/server.ts seeds. */
   login?: { email: string; password: string } | undefined
-  /** The demo accounts a production start found (allowed by ALLOW_DEMO_DATA=true), named in its warning. */
+  /** The demo accounts a production start (or one on a database marked production) found, allowed by ALLOW_DEMO_DATA=true: named in its warning. */
   accounts?: readonly string[]
 }
 
@@ -31,7 +31,8 @@ export async function listenAndAnnounce(app: FastifyInstance, config: Config, de
   const shown = config.demoData ? demo.login : undefined
   const line = `listening on ${url} (API docs ${url}/docs${shown ? `; demo login ${shown.email} / ${shown.password}` : ''})`
   const accounts = demo.accounts ?? []
-  if (config.env === 'production' && accounts.length > 0) {
+  // Found only in production or on a database marked production (src/server.ts).
+  if (accounts.length > 0) {
     app.log.warn(
       { url, docs: `${url}/docs`, demoData: true, demoAccounts: accounts },
       `${line}: DEMO DATA IN PRODUCTION (ALLOW_DEMO_DATA=true), anyone can log in as its users: ${accounts.join(', ')}`,

@@ -4,7 +4,8 @@ import fp from 'fastify-plugin'
 import { tokenNotValid, TokenSigner, VerifiedTokenCache, type TokenClaims } from './tokens.js'
 import type { Config } from '../config.js'
 import { problem } from '../lib/problem.js'
-import { keyRing, signingKeyId } from './signing-keys.js'
+import { deploymentKidCutover } from '../db/kid-cutover.js'
+import { keyRing, kidlessUntilMs, signingKeyId } from './signing-keys.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -74,7 +75,21 @@ export default fp(
   async function authenticationPlugin(app: FastifyInstance, options: { config: Config }) {
     const jwtOptions = jwtPluginOptions(options.config.jwt)
     await app.register(fastifyJwt, jwtOptions)
-    app.decorate('tokens', new TokenSigner(app.jwt, options.config, new VerifiedTokenCache(VERIFIED_TOKEN_CACHE_SIZE), keyRing(options.config)))
+    const ring = keyRing(options.config)
+    app.decorate('tokens', new TokenSigner(app.jwt, options.config, new VerifiedTokenCache(VERIFIED_TOKEN_CACHE_SIZE), ring))
+    // The cut-over is the deployment's, not a process's: stored once, the same for every instance and restart.
+    if (options.config.jwt.kidCutoverMs === undefined) {
+      app.addHook('onReady', async () => {
+        try {
+          ring.kidlessUntilMs = kidlessUntilMs(options.config, (await deploymentKidCutover(app.db)).getTime())
+        } catch (error) {
+          app.log.warn(
+            { err: error },
+            "the deployment's kid cut-over could not be read: tokens without kid are tried with every key until the longest token lifetime after this start",
+          )
+        }
+      })
+    }
     app.decorateRequest('tokenClaims', null as unknown as TokenClaims)
   },
   { name: 'authentication', dependencies: ['database'] },

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database, Db } from '../../db/types.js'
-import { createLoginSession, createSession, findRetriedSuccessor, revokeFamilyOnReuse, spendAndReplaceRefreshToken } from './repository.js'
+import { inTransaction } from '../db/transaction.js'
+import {
+  createLoginSession,
+  createSession,
+  findRetriedSuccessor,
+  isCurrentRefreshToken,
+  revokeFamilyOnReuse,
+  spendAndReplaceRefreshToken,
+} from './repository.js'
 import { newJti, tokenNotValid, type RefreshTerm, type TokenSigner } from './tokens.js'
 
 export interface TokenPair {
@@ -48,7 +56,9 @@ export async function startLoginSession(
 ): Promise<StartedLogin | undefined> {
   const { familyId, jti, issuedAt, expiresAt } = newFamily(signer)
   const { userId, upgradedHash } = login
-  const stored = await createLoginSession(db, { userId, familyId, jti, absoluteTtlSeconds, expiresAt, newPasswordHash: upgradedHash ?? null })
+  // In a transaction: a 503 at HANDLER_TIMEOUT before its COMMIT closes it, so the login leaves nothing behind (issue 42, item 10).
+  const session = { userId, familyId, jti, absoluteTtlSeconds, expiresAt, newPasswordHash: upgradedHash ?? null }
+  const stored = await inTransaction(db, (trx) => createLoginSession(trx, session))
   if (!stored) return undefined
   const tokens = signPair(signer, userId, familyId, jti, { issuedAt, expiresAt: stored.expiresAt }, stored.familyEndsAt)
   return { tokens, lastLogin: stored.lastLogin }
@@ -62,12 +72,36 @@ export interface RefreshObserver {
   retried?(userId: string, familyId: string): void
 }
 
+type RefreshClaims = NonNullable<ReturnType<TokenSigner['verify']>>
+
+/** What a rotation's transaction decided: the pair to answer (a retry's again), or a refusal and whether it revoked the family. */
+type RotationOutcome = { tokens: TokenPair; retried: boolean } | { tokens?: undefined; revoked: boolean }
+
+async function rotateWithin(db: Db, signer: TokenSigner, claims: RefreshClaims, graceSeconds: number): Promise<RotationOutcome> {
+  const nextJti = newJti()
+  const { issuedAt, expiresAt: wantedExpiry } = signer.refreshTerm()
+  const rotation = { jti: claims.jti, familyId: claims.fid, userId: claims.user_id, nextJti, issuedAt, expiresAt: wantedExpiry }
+  const stored = await spendAndReplaceRefreshToken(db, rotation)
+  if (stored) {
+    const tokens = signPair(signer, claims.user_id, claims.fid, nextJti, { issuedAt, expiresAt: stored.expiresAt }, stored.familyEndsAt)
+    return { tokens, retried: false }
+  }
+  const spent = { jti: claims.jti, familyId: claims.fid, userId: claims.user_id, graceSeconds }
+  const successor = await findRetriedSuccessor(db, spent)
+  if (successor) {
+    const term = { issuedAt: Math.floor(successor.issuedAt.getTime() / 1000), expiresAt: successor.expiresAt }
+    return { tokens: signPair(signer, claims.user_id, claims.fid, successor.jti, term, successor.familyEndsAt), retried: true }
+  }
+  return { revoked: await revokeFamilyOnReuse(db, claims.jti, claims.fid) }
+}
+
 /**
  * Spends a refresh token and issues the next pair of its family (RFC 9700 §4.14): one statement
  * when all is well. A token that was already spent is a retry when it was rotated less than
  * `graceSeconds` ago and its successor is still unused: the answer is that same successor (signed
  * again from its stored claims, so byte for byte the same) and a fresh access token. Otherwise it
  * is a replay: the whole family is revoked, and the caller gets a 401 like for any other refusal.
+ * One transaction: a 503 at HANDLER_TIMEOUT before its COMMIT leaves nothing rotated or revoked.
  */
 export async function rotateRefreshToken(
   db: Kysely<Database>,
@@ -78,18 +112,22 @@ export async function rotateRefreshToken(
 ): Promise<TokenPair> {
   const claims = signer.verify(refreshToken, 'refresh')
   if (!claims) throw tokenNotValid()
-  const nextJti = newJti()
-  const { issuedAt, expiresAt: wantedExpiry } = signer.refreshTerm()
-  const rotation = { jti: claims.jti, familyId: claims.fid, userId: claims.user_id, nextJti, issuedAt, expiresAt: wantedExpiry }
-  const stored = await spendAndReplaceRefreshToken(db, rotation)
-  if (stored) return signPair(signer, claims.user_id, claims.fid, nextJti, { issuedAt, expiresAt: stored.expiresAt }, stored.familyEndsAt)
-  const spent = { jti: claims.jti, familyId: claims.fid, userId: claims.user_id, graceSeconds }
-  const successor = await findRetriedSuccessor(db, spent)
-  if (successor) {
-    observer.retried?.(claims.user_id, claims.fid)
-    const term = { issuedAt: Math.floor(successor.issuedAt.getTime() / 1000), expiresAt: successor.expiresAt }
-    return signPair(signer, claims.user_id, claims.fid, successor.jti, term, successor.familyEndsAt)
+  const outcome = await inTransaction(db, (trx) => rotateWithin(trx, signer, claims, graceSeconds))
+  if (outcome.tokens) {
+    if (outcome.retried) observer.retried?.(claims.user_id, claims.fid)
+    return outcome.tokens
   }
-  if (await revokeFamilyOnReuse(db, claims.jti, claims.fid)) observer.replayed?.(claims.user_id, claims.fid)
+  if (outcome.revoked) observer.replayed?.(claims.user_id, claims.fid)
   throw tokenNotValid()
+}
+
+/**
+ * Whether the session an answer started (its `refresh`) is as that answer left it: not refreshed
+ * since, nor revoked. Route 10 replays its answer only then, so that a replay never yields a token
+ * that outlives the first answer's (a spent first token would get the owner's successor within the grace).
+ */
+export async function sessionAsAnswered(db: Db, signer: TokenSigner, answerBody: string): Promise<boolean> {
+  const { refresh } = JSON.parse(answerBody) as { refresh?: unknown }
+  const claims = typeof refresh === 'string' ? signer.verify(refresh, 'refresh') : undefined
+  return claims ? isCurrentRefreshToken(db, claims.fid, claims.jti) : false
 }

@@ -53,16 +53,21 @@ export interface KeyRing {
   kidlessUntilMs: number
 }
 
+type RingConfig = Pick<Config, 'jwt' | 'accessTokenTtl' | 'refreshTokenTtl'>
+
+/** A token without `kid` is tried until the longest a token lives (the refresh token's or the access token's) after the cut-over. */
+export const kidlessUntilMs = (config: RingConfig, cutoverMs: number): number =>
+  cutoverMs + Math.max(config.accessTokenTtl, config.refreshTokenTtl) * 1000
+
 /**
- * The ring of a configuration. The cut-over is JWT_KID_CUTOVER, else the process's start (none of
- * its own tokens lacks a `kid`); the longest lifetime is the refresh token's or the access token's
- * (a family's later tokens are the new release's, with a `kid`).
+ * The ring of a configuration. The cut-over is JWT_KID_CUTOVER, else the deployment's (stored in
+ * the database, src/tokens/authentication.ts sets it at ready); until read, this process's start
+ * (none of its own tokens lacks a `kid`, and the stored one is never later).
  */
-export function keyRing(config: Pick<Config, 'jwt' | 'accessTokenTtl' | 'refreshTokenTtl'>, startedAtMs = Date.now()): KeyRing {
-  const longestLifetimeMs = Math.max(config.accessTokenTtl, config.refreshTokenTtl) * 1000
+export function keyRing(config: RingConfig, startedAtMs = Date.now()): KeyRing {
   return {
     current: signingKeyId(config.jwt),
     previous: new Map(previousKeys(config.jwt).map((key) => [key.kid, key])),
-    kidlessUntilMs: (config.jwt.kidCutoverMs ?? startedAtMs) + longestLifetimeMs,
+    kidlessUntilMs: kidlessUntilMs(config, config.jwt.kidCutoverMs ?? startedAtMs),
   }
 }

@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
+import { sql } from 'kysely'
 import { describe, expect, it } from 'vitest'
 import { secretKeyId } from '../../src/tokens/signing-keys.js'
 import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp, type Tokens } from '../helpers/app.js'
@@ -175,6 +176,31 @@ describe('the key is chosen by kid: a bad token costs one verification or none, 
       // Tokens with a kid are unaffected.
       expect((await attempt(past!, access)).status).toBe(200)
       expect((await refreshOn(past!, (await obtainTokens(past!, 'bob@beta.example', DEMO_PASSWORD)).refresh)).statusCode).toBe(200)
+    })
+  })
+
+  it("without JWT_KID_CUTOVER the cut-over is the deployment's, stored once in the database: every instance and restart holds it (issue 42, item 8)", async () => {
+    const ring = { JWT_SIGNING_KEY: NEW_KEY, JWT_SIGNING_KEY_FALLBACKS: FALLBACKS.join(',') }
+    let kidless = ''
+    let storedMs = 0
+    await withApps([ring], async (first) => {
+      const { access } = await obtainTokens(first!, 'alice@acme.example', DEMO_PASSWORD)
+      kidless = forgeHs256(accessClaims(DEMO.users.alice, String(decodeClaims(access).fid)), NEW_KEY, hs256())
+      expect((await attempt(first!, kidless)).status).toBe(200)
+      // Recorded by the first start; a deployment whose tokens have carried a kid for two days, say.
+      const { rows } = await sql<{ at: Date }>`UPDATE kid_cutover SET cut_over_at = now() - interval '2 days' RETURNING cut_over_at AS at`.execute(
+        first!.db,
+      )
+      storedMs = new Date(rows[0]!.at).getTime()
+    })
+    // A restart and a second instance, started now, hold the stored cut-over, not their own start.
+    await withApps([ring, ring], async (restarted, other) => {
+      for (const app of [restarted!, other!]) expect(await attempt(app, kidless)).toEqual({ status: 401, checks: 0 })
+      const { rows } = await sql<{ at: Date; count: number }>`SELECT max(cut_over_at) AS at, count(*)::int AS count FROM kid_cutover`.execute(
+        restarted!.db,
+      )
+      expect(rows[0]).toMatchObject({ count: 1 })
+      expect(new Date(rows[0]!.at).getTime()).toBe(storedMs)
     })
   })
 

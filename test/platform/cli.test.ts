@@ -303,6 +303,10 @@ describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout
 
     // Production on the demo accounts: refused, naming them and the command that removes them.
     await expect(startServerProcess(production)).rejects.toThrow(DEMO_ACCOUNTS_REFUSAL)
+    // The database being marked, an instance without NODE_ENV=production on it is refused alike (issue 42, item 5).
+    for (const nodeEnv of [{}, { NODE_ENV: 'development' }, { ALLOW_DEMO_DATA: 'false' }] as Record<string, string>[]) {
+      await expect(startServerProcess({ ...env, ...STRONG_SECRETS, ...nodeEnv })).rejects.toThrow(DEMO_ACCOUNTS_REFUSAL)
+    }
 
     // Unless a demo or staging deployment is meant: then it serves, warning at start with their names.
     const staging = await startServerProcess({ ...production, ALLOW_DEMO_DATA: 'true' })
@@ -322,6 +326,13 @@ describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout
       expect(confirm.status).toBe(201)
     } finally {
       await staging.cleanup()
+    }
+    // Without NODE_ENV the word is the same, and so is the warning.
+    const unmarkedEnv = await startServerProcess({ ...env, ...STRONG_SECRETS, ALLOW_DEMO_DATA: 'true' })
+    try {
+      expect(unmarkedEnv.output.join('\n')).toContain('DEMO DATA IN PRODUCTION (ALLOW_DEMO_DATA=true)')
+    } finally {
+      await unmarkedEnv.cleanup()
     }
 
     // A company of the operator's own that dealt with the demo: its bid on a demo title goes with the

@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { ConfigError, DEMO_SECRETS, loadConfig, parseDuration } from '../../src/config.js'
+import { ConfigError, DEMO_SECRETS, loadConfig, loadConfirmationLinkSettings, loadSeedSettings, parseDuration } from '../../src/config.js'
 
 /** Secrets of an operator's own, at the production minimums (src/secret-strength.ts). */
 const STRONG = {
@@ -31,11 +31,23 @@ describe('configuration', () => {
     expect(parseDuration('5m')).toBe(300)
     expect(parseDuration('2h')).toBe(7200)
     expect(parseDuration('30d')).toBe(2_592_000)
-    const config = loadConfig({ ESIGN_WEBHOOK_SECRETS: 'a, b ,,c', TRUST_PROXY: '2', LEGACY_SECRET_KEY_FALLBACKS: 'old1,old2' })
+    const config = loadConfig({ ESIGN_WEBHOOK_SECRETS: 'a,b,,c', TRUST_PROXY: '2', LEGACY_SECRET_KEY_FALLBACKS: 'old1,old2' })
     expect(config.esignWebhookSecrets).toEqual(['a', 'b', 'c'])
     expect(config.legacySecretKeyFallbacks).toEqual(['old1', 'old2'])
     expect(config.trustProxy).toBe(2)
     expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8,127.0.0.1' }).trustProxy).toEqual(['10.0.0.0/8', '127.0.0.1'])
+  })
+
+  it('refuses TRUST_PROXY=true or a hop count in production, which trust every peer: addresses or CIDRs only (issue 42, item 11)', () => {
+    const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app', ...STRONG_ENV }
+    for (const trustProxy of ['true', '1', '2']) {
+      expect(() => loadConfig({ ...production, TRUST_PROXY: trustProxy })).toThrowError(
+        new RegExp(`^TRUST_PROXY: ${trustProxy} lets every peer set X-Forwarded-For, refused in production: list the gateway's addresses or CIDRs`),
+      )
+      expect(loadConfig({ TRUST_PROXY: trustProxy }).trustProxy).toBe(trustProxy === 'true' ? true : Number(trustProxy))
+    }
+    expect(loadConfig({ ...production, TRUST_PROXY: '10.0.0.5,fd00::/64' }).trustProxy).toEqual(['10.0.0.5', 'fd00::/64'])
+    expect(loadConfig({ ...production, TRUST_PROXY: 'false' }).trustProxy).toBe(false)
   })
 
   it.each([
@@ -144,7 +156,53 @@ describe('configuration', () => {
       /^JWT_SIGNING_KEY_FALLBACKS: item 2 a demo value/,
     )
     expect(() => loadConfig({ ...own, JWT_SIGNING_KEY_FALLBACKS: 'o'.repeat(40) })).toThrowError(/^JWT_SIGNING_KEY_FALLBACKS: /)
-    expect(loadConfig({ ...own, JWT_SIGNING_KEY_FALLBACKS: ` ${STRONG.jwt}x ` }).jwt.secretFallbacks).toEqual([`${STRONG.jwt}x`])
+    expect(loadConfig({ ...own, JWT_SIGNING_KEY_FALLBACKS: `${STRONG.jwt}x` }).jwt.secretFallbacks).toEqual([`${STRONG.jwt}x`])
+  })
+
+  it('refuses a secret or key with whitespace around it (or an item of it) anywhere, naming the variable (issue 42, item 2)', () => {
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519', {
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+    })
+    const cases: [string, string][] = [
+      ['JWT_SIGNING_KEY', ` ${DEMO_SECRETS.JWT_SIGNING_KEY}`],
+      ['JWT_SIGNING_KEY', `${DEMO_SECRETS.JWT_SIGNING_KEY}\t`],
+      ['JWT_SIGNING_KEY', `${STRONG.jwt} `],
+      ['LEGACY_SECRET_KEY', `\t${STRONG.legacy}`],
+      ['ESIGN_WEBHOOK_SECRETS', `${STRONG.hook} `],
+      ['ESIGN_WEBHOOK_SECRETS', `${STRONG.hook}, ${DEMO_SECRETS.ESIGN_WEBHOOK_SECRETS}`],
+      ['ESIGN_WEBHOOK_HMAC_KEY', `${STRONG.hook} `],
+      ['JWT_SIGNING_KEY_FALLBACKS', ` ${STRONG.jwt}x`],
+      ['LEGACY_SECRET_KEY_FALLBACKS', `${STRONG.legacy}x ,${STRONG.legacy}y`],
+      ['JWT_PRIVATE_KEY', ` ${privateKey}`],
+      ['JWT_PUBLIC_KEY', `${publicKey}\t`],
+      ['JWT_PUBLIC_KEY_FALLBACKS', `${publicKey}, ${publicKey}`],
+    ]
+    const production = { NODE_ENV: 'production', DATABASE_URL: 'postgres://db/app', ...STRONG_ENV }
+    const keyPair = { JWT_PRIVATE_KEY: privateKey, JWT_PUBLIC_KEY: publicKey }
+    for (const [name, value] of cases) {
+      for (const env of [production, {}, { ...production, ...keyPair }]) {
+        expect(() => loadConfig({ ...env, [name]: value }), `${name}=${JSON.stringify(value)}`).toThrowError(
+          new RegExp(`(^|; )${name}: (item [0-9] has )?leading or trailing whitespace`),
+        )
+      }
+    }
+    // A PEM key ends with its line break (as written or escaped), which is not whitespace around it.
+    expect(privateKey.endsWith('\n')).toBe(true)
+    const escaped = { JWT_PRIVATE_KEY: privateKey.replace(/\n/g, '\\n'), JWT_PUBLIC_KEY: publicKey.replace(/\n/g, '\\n') }
+    for (const pair of [keyPair, escaped]) {
+      expect(loadConfig({ ...production, ...pair, JWT_PUBLIC_KEY_FALLBACKS: `${publicKey},${publicKey}` }).jwt.algorithm).toBe('EdDSA')
+    }
+  })
+
+  it('refuses ALLOW_DEMO_DATA=false as no permission: no demo data in production, the embedded database refused (issue 42, test b)', () => {
+    const production = { NODE_ENV: 'production', ...STRONG_ENV, ALLOW_DEMO_DATA: 'false' }
+    expect(() => loadConfig(production)).toThrowError(/^DATABASE_URL: required in production/)
+    expect(loadConfig({ ...production, DATABASE_URL: 'postgres://db/app' })).toMatchObject({ demoData: false, allowDemoData: false })
+    expect(loadConfig({ ALLOW_DEMO_DATA: 'false' })).toMatchObject({ demoData: true, allowDemoData: false })
+    expect(() => loadSeedSettings({ NODE_ENV: 'production', ALLOW_DEMO_DATA: 'false' })).toThrowError(/^ALLOW_DEMO_DATA: /)
+    expect(loadSeedSettings({ NODE_ENV: 'development', ALLOW_DEMO_DATA: 'false' }).allowDemoData).toBe(false)
+    expect(loadConfirmationLinkSettings({ NODE_ENV: 'production', ALLOW_DEMO_DATA: 'false', LEGACY_SECRET_KEY: STRONG.legacy }).demoData).toBe(false)
   })
 
   it('takes PEM keys in production in place of a JWT signing secret', () => {

@@ -107,4 +107,26 @@ describe('the embedded database lock between processes', { timeout: 300_000 }, (
       sleeper.kill('SIGKILL')
     }
   })
+
+  it("a first-format lock naming a live node process that is not this service is taken over; one naming the service's is not (issue 42, item 13)", async () => {
+    // `node` running a script of its own, outside this package.
+    const script = path.join(dir, 'other-program.js')
+    await writeFile(script, "process.stdout.write('up\\n'); setInterval(() => {}, 60_000)\n")
+    const other = spawn(process.execPath, [script], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] })
+    try {
+      await new Promise((resolve) => other.stdout.once('data', resolve))
+      const [contender, service] = contenders
+      const folder = path.join(dir, 'first-format-other-node')
+      await writeFile(`${folder}.lock`, `${other.pid}\n`)
+      contender?.child.stdin?.write(`${folder} 0\n`)
+      expect(await contender?.next()).toBe(`held ${folder}`)
+      // The pid alone of a process running this service (a contender, test/helpers/lock-contender.ts) still holds.
+      const held = path.join(dir, 'first-format-service')
+      await writeFile(`${held}.lock`, `${service?.child.pid}\n`)
+      contender?.child.stdin?.write(`${held} 0\n`)
+      expect(await contender?.next()).toBe(`busy ${held} ${service?.child.pid}`)
+    } finally {
+      other.kill('SIGKILL')
+    }
+  })
 })

@@ -114,6 +114,40 @@ describe('conventions every route shares', () => {
   })
 })
 
+describe('the Host header (issue 42, item 12)', () => {
+  /** The raw answer to `head` (a request line and its fields) and `body`, sent on a socket of its own. */
+  async function rawAnswer(head: string, body: string): Promise<string> {
+    const app = await buildTestApp()
+    try {
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const address = app.server.address()
+      const socket = connect(typeof address === 'object' && address ? address.port : 0, '127.0.0.1')
+      const received: Buffer[] = []
+      socket.on('data', (chunk: Buffer) => received.push(chunk))
+      const closed = new Promise((resolve) => socket.on('close', resolve))
+      socket.write(`${head}Connection: close\r\n\r\n${body}`)
+      await closed
+      return Buffer.concat(received).toString()
+    } finally {
+      await app.close()
+    }
+  }
+
+  it('answers two Host fields with a 400 problem (RFC 9112 §3.2), one with the route', async () => {
+    const login = JSON.stringify({ email: 'alice@acme.example', password: DEMO_PASSWORD })
+    const request = (hosts: string) =>
+      `POST /api/auth/v1/token HTTP/1.1\r\n${hosts}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(login)}\r\n`
+    for (const hosts of ['Host: a.example\r\nHost: b.example\r\n', 'Host: a.example\r\nhost: a.example\r\n']) {
+      const answer = await rawAnswer(request(hosts), login)
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /)
+      expect(answer).toMatch(/content-type: application\/problem\+json/i)
+      expect(answer).toContain('"code":"invalid"')
+      expect(answer).toContain('RFC 9112')
+    }
+    expect(await rawAnswer(request('Host: a.example\r\n'), login)).toMatch(/^HTTP\/1\.1 200 /)
+  })
+})
+
 describe('health, docs and failures', () => {
   it('reports liveness and readiness', async () => {
     expect((await ctx.app.inject({ method: 'GET', url: '/health/live' })).json()).toEqual({ status: 'ok' })

@@ -22,6 +22,10 @@ describe('secret strength (issue 26, items 3 and 4)', () => {
     // Any demo value, whichever variable it was documented for.
     [DEMO_SECRETS.JWT_SIGNING_KEY.toUpperCase(), 32, 'a demo value'],
     ['Demo-Legacy-Secret', 8, 'a demo value'],
+    // As it would be compared once trimmed, case-folded and in compatibility form (issue 42, item 2).
+    [` ${DEMO_SECRETS.JWT_SIGNING_KEY}`, 32, 'a demo value'],
+    [`${DEMO_SECRETS.JWT_SIGNING_KEY.toUpperCase()}\t`, 32, 'a demo value'],
+    ['ｄｅｍｏ-ｅｓｉｇｎ-ｓｅｃｒｅｔ', 8, 'a demo value'],
   ])('refuses %j (minimum %i): %s', (secret, minLength, reason) => {
     expect(secretWeakness(secret, minLength, demo)).toBe(reason)
   })

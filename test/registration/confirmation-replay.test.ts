@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { DEMO, problemOf, useTestApp, type Tokens } from '../helpers/app.js'
+import { testDatabase } from '../helpers/database.js'
 import { isReplay, newKey, post } from '../idempotency/helpers.js'
 import { linkFor, tokenFamilies } from './links.js'
 
@@ -35,19 +36,35 @@ describe('route 10 replays a session only within the refresh grace (issue 33 ite
     expect(await tokenFamilies(DEMO.users.maria)).toBe(1)
   })
 
-  it("never lets the replayed tokens produce a live session past the grace of the owner's refresh", async () => {
+  it("never replays a session that was refreshed since: within the grace too, a replay gets no token, the owner's session lives on (issue 42, item 7)", async () => {
     const url = await linkFor('maria@legacy.example')
     const key = newKey()
     const owner = (await confirm(url, key)).json<Tokens>()
-    // The owner refreshes at once; a replay within the grace gets the first pair, as a lost answer's retry would.
+    // The owner refreshes at once: whoever holds the link and the key must not get the first pair,
+    // whose spent refresh token would return the owner's live successor within the grace.
     const successor = await refresh(owner.refresh)
     expect(successor.statusCode).toBe(200)
-    const replayed = (await confirm(url, key)).json<Tokens>()
-    expect(replayed.refresh).toBe(owner.refresh)
-    await sleep(GRACE_MS + 200)
-    // Past the grace: no replay, and the replayed refresh token is a reuse that ends the family.
-    problemOf(await confirm(url, key), 409, 'idempotency_replay_expired')
-    expect((await refresh(replayed.refresh)).statusCode).toBe(401)
-    expect((await refresh(successor.json<Tokens>().refresh)).statusCode).toBe(401)
+    const replay = await confirm(url, key)
+    problemOf(replay, 409, 'idempotency_replay_expired')
+    expect(replay.body).not.toMatch(/"(access|refresh)"/)
+    expect(replay.headers['cache-control']).toBe('no-store')
+    // Nothing was revoked: the owner's session goes on.
+    expect((await refresh(successor.json<Tokens>().refresh)).statusCode).toBe(200)
+    expect(await tokenFamilies(DEMO.users.maria)).toBe(1)
+  })
+})
+
+describe("route 10's Idempotency-Key is the link's own (issue 42, test a)", () => {
+  it('one key on two links confirms each account: the second is not a replay of the first', async () => {
+    // Lucas made a migrated account awaiting confirmation too, as Maria's.
+    const { db } = await testDatabase()
+    await db.updateTable('users').set({ migration_state: 'pending', is_active: false }).where('id', '=', DEMO.users.lucas).execute()
+    const key = newKey()
+    const maria = await confirm(await linkFor('maria@legacy.example'), key)
+    const lucas = await confirm(await linkFor('lucas@legacy.example'), key)
+    expect([maria.statusCode, lucas.statusCode]).toEqual([201, 201])
+    expect([isReplay(maria), isReplay(lucas)]).toEqual([false, false])
+    expect(lucas.json<Tokens>().refresh).not.toBe(maria.json<Tokens>().refresh)
+    expect([await tokenFamilies(DEMO.users.maria), await tokenFamilies(DEMO.users.lucas)]).toEqual([1, 1])
   })
 })

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { buildTestApp, DEMO, problemOf } from '../helpers/app.js'
+import { buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf } from '../helpers/app.js'
 import { resetDatabase, testDatabase, workerSchema } from '../helpers/database.js'
 import { linkFor, storedUser, tokenFamilies } from '../registration/links.js'
 
@@ -68,5 +68,86 @@ describe.skipIf(!databaseUrl)('what a 503 at HANDLER_TIMEOUT says about the writ
       await sql`DROP TRIGGER slow_commit ON users`.execute(db)
       await sql`DROP FUNCTION slow_commit()`.execute(db)
     }
+  })
+})
+
+/*
+ * Routes 1 to 3 (issue 42, item 10): a login or a refresh answered 503 at HANDLER_TIMEOUT while its
+ * write waits commits nothing: no token family, no last_login moved, no rotation, as route 10.
+ */
+describe.skipIf(!databaseUrl)('a login or a refresh answered 503 at HANDLER_TIMEOUT commits nothing (real PostgreSQL)', () => {
+  let bounded: FastifyInstance
+  let unbounded: FastifyInstance
+
+  beforeAll(async () => {
+    // Long enough for the password check on a busy machine: the bound runs out while the write waits.
+    bounded = await buildTestApp({ HANDLER_TIMEOUT: '3s', LOGIN_BURST_WAIT: '1s' })
+    unbounded = await buildTestApp()
+  })
+  beforeEach(async () => {
+    await resetDatabase()
+  })
+  afterAll(async () => {
+    await Promise.all([bounded.close(), unbounded.close()])
+  })
+
+  /** Runs `request` while another session holds `lockSql`'s row, waiting until the request's write waits for it. */
+  async function whileRowHeld(lockSql: string, id: string, request: () => Promise<ReturnType<typeof problemOf>>) {
+    const holder = new pg.Client({ connectionString: databaseUrl, options: `-c search_path=${workerSchema()}` })
+    await holder.connect()
+    try {
+      await holder.query('BEGIN')
+      await holder.query(lockSql, [id])
+      const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid
+      const answered = request()
+      const { db } = await testDatabase()
+      // The request's statement waits for the holder's lock (an event of the server's, not a sleep).
+      for (;;) {
+        const { rows } = await sql<{
+          waiting: number
+        }>`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE ${holderPid}::int = ANY(pg_blocking_pids(pid))`.execute(db)
+        if (rows[0]!.waiting > 0) break
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      return await answered
+    } finally {
+      await holder.query('ROLLBACK')
+      await holder.end()
+    }
+  }
+
+  it.each(['/api/auth/v1/token', '/api/auth/v1/login'])('%s: no session, last_login unmoved, and the 503 says to try again', async (url) => {
+    const before = (await storedUser(DEMO.users.alice)).last_login
+    const body = await whileRowHeld('SELECT id FROM users WHERE id = $1 FOR UPDATE', DEMO.users.alice, async () =>
+      problemOf(
+        await bounded.inject({ method: 'POST', url, payload: { email: 'alice@acme.example', password: DEMO_PASSWORD } }),
+        503,
+        'service_unavailable',
+      ),
+    )
+    expect(body.detail).toBe('The service is temporarily unavailable; try again shortly.')
+    // Were its statement still to commit, it would take the lock now.
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect(await tokenFamilies(DEMO.users.alice)).toBe(0)
+    expect((await storedUser(DEMO.users.alice)).last_login).toEqual(before)
+  })
+
+  it('/api/auth/v1/token/refresh: the token is not spent, and the 503 says to try again', async () => {
+    const { refresh } = await obtainTokens(unbounded, 'alice@acme.example', DEMO_PASSWORD)
+    const { db } = await testDatabase()
+    const family = await db
+      .selectFrom('token_families')
+      .select(['id', 'current_refresh_jti'])
+      .where('user_id', '=', DEMO.users.alice)
+      .executeTakeFirstOrThrow()
+    const body = await whileRowHeld('SELECT id FROM token_families WHERE id = $1 FOR UPDATE', family.id, async () =>
+      problemOf(await bounded.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh } }), 503, 'service_unavailable'),
+    )
+    expect(body.detail).toBe('The service is temporarily unavailable; try again shortly.')
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const after = await db.selectFrom('token_families').select('current_refresh_jti').where('id', '=', family.id).executeTakeFirstOrThrow()
+    expect(after.current_refresh_jti).toBe(family.current_refresh_jti)
+    // The token is still the family's current one: its refresh is a rotation, not a retry.
+    expect((await unbounded.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh } })).statusCode).toBe(200)
   })
 })

@@ -9,6 +9,16 @@ const { roles } = DEMO
 const MALFORMED = 'not-a-uuid'
 
 /**
+ * For the 404-member case, by path parameter: another tenant's role with the ids of a request of its
+ * own (its chat partner, its bank account), so that a membership check admitting anyone would be
+ * answered, not 404; the examples' ids belong to the example role and would be 404 anyway (issue 42, test c).
+ */
+const OTHER_TENANTS_OWN_REQUEST: Record<string, Record<string, string>> = {
+  partner_company_role_id: { company_role_id: roles.gammaSeller, partner_company_role_id: roles.deltaBuyer },
+  bank_account_id: { company_role_id: roles.gammaSeller, bank_account_id: DEMO.bankAccounts.gamma1 },
+}
+
+/**
  * The order of checks (README), proven on every route the app declares (its registry, so a new
  * route is covered without editing this file): 401 token, 400 input, 401 user, then on a company
  * route 404 member, 403 role and permission. Each route is called with its schema's examples.
@@ -43,6 +53,10 @@ export async function describeOrderOfChecks(extraRoutes?: FastifyPluginAsync): P
       const otherTenantRole = member.roleId === roles.acmeSeller ? roles.betaBuyer : roles.gammaSeller
       const wrongKind = role === 'buyer' ? roles.deltaSeller : role === 'seller' ? roles.deltaBuyer : undefined
       const as = (roleId: string) => ({ ...example, company_role_id: roleId })
+      const ownRequest = Object.keys(example)
+        .map((name) => OTHER_TENANTS_OWN_REQUEST[name])
+        .find((params) => params !== undefined)
+      const notMember = ownRequest ? { ...example, ...ownRequest } : as(otherTenantRole)
 
       it(routeName(route), async () => {
         const { db } = await testDatabase()
@@ -53,8 +67,9 @@ export async function describeOrderOfChecks(extraRoutes?: FastifyPluginAsync): P
         problemOf(await send(route, as(MALFORMED), bearer('not.a.token')), 401, 'token_not_valid')
         // Then the input, even for a role the caller is no member of.
         problemOf(await send(route, as(MALFORMED), bearer(access)), 400, 'invalid')
-        // Then the membership: another tenant's role is 404, whatever its kind.
+        // Then the membership: another tenant's role is 404, whatever its kind (its own request's ids where known).
         problemOf(await send(route, as(otherTenantRole), bearer(access)), 404, 'not_found')
+        problemOf(await send(route, notMember, bearer(access)), 404, 'not_found')
         if (wrongKind) {
           const other = await obtainTokens(ctx.app, 'dave@delta.example', DEMO_PASSWORD)
           problemOf(await send(route, as(wrongKind), bearer(other.access)), 403, 'wrong_role')
