@@ -199,6 +199,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     settings: config.fairness,
     redis: await redis(),
     poolWaiting: () => database.pool?.waitingCount ?? 0,
+    fleetSecret: config.jwt.algorithm === 'HS256' ? config.jwt.secret : config.jwt.privateKey,
     watchEventLoop: database.kind === 'postgres',
   })
   await app.register(databasePlugin, { db: database.db, owned: options.database === undefined, problems: database.problems, probe: database.probe })

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
@@ -29,6 +30,8 @@ export interface FairnessOptions {
   /** The instance's Redis (REDIS_URL): the quotas are the fleet's; without it, this instance's. */
   redis: Redis | undefined
   poolWaiting: () => number
+  /** A secret every instance shares (the signing key): the fleet's counters are named after a hash of it, a new key starts them afresh. */
+  fleetSecret: string
   /** Whether the event loop's delay is the instance's load (not on the embedded database). */
   watchEventLoop: boolean
 }
@@ -38,9 +41,10 @@ const rateLimited = (waitMs: number, detail: string) => {
   return problem(429, 'rate_limited', `${detail} Retry in ${retryAfter} seconds.`, { headers: { 'retry-after': String(retryAfter) } })
 }
 
-function windowStore(app: FastifyInstance, redis: Redis | undefined): WindowStore {
+function windowStore(app: FastifyInstance, redis: Redis | undefined, fleetSecret: string): WindowStore {
   if (!redis) return new MemoryWindowStore()
-  return new FallbackWindowStore(new RedisWindowStore(redis), new MemoryWindowStore(), (error) =>
+  const fleet = createHash('sha256').update(`rate-limits:${fleetSecret}`).digest('hex').slice(0, 12)
+  return new FallbackWindowStore(new RedisWindowStore(redis, `rate:${fleet}:`), new MemoryWindowStore(), (error) =>
     app.log.warn({ err: error }, "rate limits: redis failed, using this instance's counts"),
   )
 }
@@ -57,8 +61,8 @@ function sendQuotas(reply: FastifyReply, states: QuotaState[]): void {
  * window (429 rate_limited) and to its requests at once; an address that keeps sending 401s is
  * refused before its tokens are verified.
  */
-async function fairnessPlugin(app: FastifyInstance, { settings, redis, poolWaiting, watchEventLoop }: FairnessOptions) {
-  const rates = new RateLimits(windowStore(app, redis), settings)
+async function fairnessPlugin(app: FastifyInstance, { settings, redis, poolWaiting, fleetSecret, watchEventLoop }: FairnessOptions) {
+  const rates = new RateLimits(windowStore(app, redis, fleetSecret), settings)
   const inFlight = new InFlightLimits()
   const members = new KnownMembers()
   const refused = new RefusedAddresses()

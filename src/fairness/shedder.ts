@@ -9,8 +9,12 @@ import type { Priority } from './classes.js'
  */
 const SHED_AT: Record<Priority, number> = { 'large-read': 0.5, read: 0.75, write: 1, critical: 2, health: Number.POSITIVE_INFINITY }
 
-/** The event-loop delay is the 99th percentile of the last interval, measured at this resolution. */
+/**
+ * The event-loop delay: each interval's 99th percentile, and the least of the last few, so that
+ * only a sustained delay (a second of it) sheds, not one stall (a compilation, a GC).
+ */
 const SAMPLE_MS = 200
+const SUSTAINED_SAMPLES = 5
 /** The instance says it sheds (readiness) for so long after its last shed request. */
 const SHEDDING_MS = 2_000
 
@@ -22,7 +26,7 @@ export type ShedReason = 'in_flight' | 'event_loop_delay' | 'pool_waiting'
  */
 export class LoadShedder {
   private inFlight = 0
-  private delayMs = 0
+  private readonly delays: number[] = []
   private lastShedAt = Number.NEGATIVE_INFINITY
   private readonly histogram: ReturnType<typeof monitorEventLoopDelay>
   private readonly timer: NodeJS.Timeout
@@ -36,7 +40,8 @@ export class LoadShedder {
     this.histogram = monitorEventLoopDelay({ resolution: 10 })
     this.histogram.enable()
     this.timer = setInterval(() => {
-      this.delayMs = this.histogram.percentile(99) / 1e6
+      this.delays.push(this.histogram.percentile(99) / 1e6)
+      if (this.delays.length > SUSTAINED_SAMPLES) this.delays.shift()
       this.histogram.reset()
     }, SAMPLE_MS).unref()
   }
@@ -45,11 +50,15 @@ export class LoadShedder {
   pressure(): { reason: ShedReason; share: number } {
     const shares: [ShedReason, number][] = [
       ['in_flight', this.inFlight / this.limits.inFlight],
-      ['event_loop_delay', this.watchEventLoop ? this.delayMs / this.limits.eventLoopDelayMs : 0],
+      ['event_loop_delay', this.watchEventLoop ? this.sustainedDelayMs() / this.limits.eventLoopDelayMs : 0],
       ['pool_waiting', this.poolWaiting() / this.limits.poolWaiting],
     ]
     const [reason, share] = shares.reduce((top, one) => (one[1] > top[1] ? one : top))
     return { reason, share }
+  }
+
+  private sustainedDelayMs(): number {
+    return this.delays.length < SUSTAINED_SAMPLES ? 0 : Math.min(...this.delays)
   }
 
   /** A request begins: undefined when admitted (it then counts in flight until `ended`), else why it is shed. */
