@@ -136,7 +136,9 @@ function fairnessOf(env: Environment): FairnessSettings {
   const concurrencyLimits = namedNumbers(env.CONCURRENCY_LIMITS, { reads: 64, writes: 32, authentication: 32, webhooks: 64 })
   const shedding = namedNumbers(env.LOAD_SHED === 'off' ? undefined : env.LOAD_SHED, { in_flight: 512, event_loop_delay_ms: 1000, pool_waiting: 64 })
   const shed =
-    env.LOAD_SHED === 'off' ? undefined : { inFlight: shedding.in_flight, eventLoopDelayMs: shedding.event_loop_delay_ms, poolWaiting: shedding.pool_waiting }
+    env.LOAD_SHED === 'off'
+      ? undefined
+      : { inFlight: shedding.in_flight, eventLoopDelayMs: shedding.event_loop_delay_ms, poolWaiting: shedding.pool_waiting }
   return { rateLimits, windowSeconds, concurrencyLimits, shed }
 }
 

@@ -56,14 +56,17 @@ describe('limits per principal (src/fairness/)', () => {
     expect(countOf(reads, 200)).toBe(5)
   })
 
-  it("holds a company role to its own quota across its members, once admitted; another partner naming the role in its URLs does not spend it", async () => {
+  it('holds a company role to its own quota across its members, once admitted; another partner naming the role in its URLs does not spend it', async () => {
     const app = await appWith({ RATE_LIMITS: 'reads=10', RATE_LIMIT_WINDOW: '60s' })
-    const [alice, erin, bob] = await Promise.all(['alice@acme.example', 'erin@acme.example', 'bob@beta.example'].map((email) => access(app, email)))
+    const [alice, erin, bob] = (await Promise.all(
+      ['alice@acme.example', 'erin@acme.example', 'bob@beta.example'].map((email) => access(app, email)),
+    )) as [string, string, string]
     // Bob is not a member: his refusals spend his own quota only.
     const foreign = await at(12, () => app.inject({ method: 'GET', url: documentsUrl(roles.acmeSeller), headers: bearer(bob) }))
     expect(countOf(foreign, 429)).toBe(2)
     expect(countOf(foreign, 200)).toBe(0)
-    for (const token of [alice, erin]) expect((await app.inject({ method: 'GET', url: documentsUrl(roles.acmeSeller), headers: bearer(token) })).statusCode).toBe(200)
+    for (const token of [alice, erin])
+      expect((await app.inject({ method: 'GET', url: documentsUrl(roles.acmeSeller), headers: bearer(token) })).statusCode).toBe(200)
     const answers = await at(20, (i) => app.inject({ method: 'GET', url: documentsUrl(roles.acmeSeller), headers: bearer(i % 2 ? alice : erin) }))
     // Each user has 9 reads left, the role 10 (the first admissions taught it its members).
     expect(countOf(answers, 200)).toBe(10)
@@ -81,7 +84,9 @@ describe('limits per principal (src/fairness/)', () => {
     expect(problemOf(refused, 429, 'rate_limited').detail).toMatch(/at once/)
     expect(refused.headers['retry-after']).toBe('1')
     // Every place given back: three at once pass.
-    expect(statuses(await at(3, () => app.inject({ method: 'GET', url: documentsUrl(roles.acmeSeller), headers: bearer(alice) })))).toEqual([200, 200, 200])
+    expect(statuses(await at(3, () => app.inject({ method: 'GET', url: documentsUrl(roles.acmeSeller), headers: bearer(alice) })))).toEqual([
+      200, 200, 200,
+    ])
   })
 })
 
@@ -113,7 +118,9 @@ describe('the fleet through Redis', () => {
   it('shares a quota between two instances on one Redis: 30 concurrent requests over both, 10 admitted', async () => {
     const env = { RATE_LIMITS: 'reads=10', RATE_LIMIT_WINDOW: '60s', REDIS_URL: 'redis://127.0.0.1:6379' }
     const [one, two] = [await appWith(env), await appWith(env)]
-    const carol = await access(one, 'carol@gamma.example')
+    const [carol, bob] = [await access(one, 'carol@gamma.example'), await access(one, 'bob@beta.example')]
+    // Each instance's Redis connection up first (and its script loaded): a slow first command would fall back to local counts.
+    for (const app of [one, two]) expect((await app.inject({ method: 'GET', url: COMPANIES, headers: bearer(bob) })).statusCode).toBe(200)
     const answers = await at(30, (i) => (i % 2 ? one : two).inject({ method: 'GET', url: COMPANIES, headers: bearer(carol) }))
     expect(countOf(answers, 200)).toBe(10)
     expect(countOf(answers, 429)).toBe(20)
