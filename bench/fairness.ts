@@ -93,7 +93,7 @@ async function flood(server: RunningServer): Promise<void> {
     const bobs = await flooding
     const refused = await fetch(server.baseUrl + bob.path, { headers: bob.headers })
     say(
-      `| bob on ${connections} connections | ${Math.round(bobs.rps)} | ${ms(during.p50)} | ${ms(during.p99)} | ${bobs.byStatus['200'] ?? 0} × 200, ${bobs.byStatus['429'] ?? 0} × 429 (p99 ${ms(bobs.p99ByStatus['429'] ?? 0)}), ${bobs.timeouts} time-outs | ${refused.status} Retry-After ${refused.headers.get('retry-after')} |`,
+      `| bob on ${connections} connections | ${Math.round(Object.values(bobs.byStatus).reduce((a, b) => a + b, 0) / (SECONDS + 2))} | ${ms(during.p50)} | ${ms(during.p99)} (${during.timeouts} time-outs) | ${bobs.byStatus['200'] ?? 0} × 200, ${bobs.byStatus['429'] ?? 0} × 429 (p99 ${ms(bobs.p99ByStatus['429'] ?? 0)}), ${bobs.timeouts} time-outs | ${refused.status} Retry-After ${refused.headers.get('retry-after')} |`,
     )
     // The flood's window ends before the next measurement.
     await new Promise((resolve) => setTimeout(resolve, 10_000))
@@ -102,7 +102,7 @@ async function flood(server: RunningServer): Promise<void> {
 
 /** Many principals' reads at 5 × the capacity, with refresh and webhook at a trickle: who is admitted, who shed. */
 async function overload(server: RunningServer): Promise<void> {
-  const emails = ['alice@acme.example', 'bob@beta.example', 'carol@gamma.example', 'dave@delta.example', 'erin@acme.example', 'lucas@beta.example']
+  const emails = ['alice@acme.example', 'bob@beta.example', 'carol@gamma.example', 'dave@delta.example', 'erin@acme.example']
   const tokens = await Promise.all(emails.map((email) => accessToken(server.baseUrl, email)))
   let next = 0
   const reads: LoadSpec = {
@@ -160,18 +160,21 @@ async function main(): Promise<void> {
       .join(', ')} (a shared machine, busy with other engineers' runs: absolute figures are inflated, compare within a run). ${SECONDS} s per measurement, autocannon in the runner's process.`,
   )
   await recreateBenchDatabase(DATABASE_URL)
-  const server = await service()
+  // FAIRNESS_FLOOD_RATE_LIMITS: the flood's service settings (e.g. RATE_LIMITS=reads=500, for a machine too busy to reach the defaults).
+  const server = await service(process.env.FAIRNESS_FLOOD_RATE_LIMITS ? { RATE_LIMITS: process.env.FAIRNESS_FLOOD_RATE_LIMITS } : {})
   // Only the shedder between the flood and the capacity: the principals' quotas out of reach.
   const unlimited = await service({ RATE_LIMITS: 'reads=999999999', CONCURRENCY_LIMITS: 'reads=999999' })
   try {
     say()
-    say('One partner floods route 9, another reads route 4 five times a second (defaults: reads 3,000 per 10 s and 64 at once per user):')
+    say(
+      `One partner floods route 9, another reads route 4 five times a second (RATE_LIMITS ${process.env.FAIRNESS_FLOOD_RATE_LIMITS ?? 'default: reads=3000'} per 10 s, 64 at once per user):`,
+    )
     say()
     say('| load | bob req/s | alice p50 | alice p99 | bob | a refused request |')
     say('| --- | ---: | ---: | ---: | --- | --- |')
     await flood(server)
     say()
-    say('Six principals at 5 × the capacity of route 4, refresh and webhook beside them (default LOAD_SHED; their quotas lifted, so that only the shedder acts):')
+    say('Five principals at 5 × the capacity of route 4, refresh and webhook beside them (default LOAD_SHED; their quotas lifted, so that only the shedder acts):')
     say()
     say('| load | admitted | shed and refused |')
     say('| --- | --- | --- |')
