@@ -30,6 +30,17 @@ class HeldPrincipals {
   }
 }
 
+/** The (class, priority) pairs routes have (src/fairness/classes.ts); `none`: docs and JWKS. */
+const SHED_SERIES = [
+  ['reads', 'large-read'],
+  ['reads', 'read'],
+  ['writes', 'write'],
+  ['authentication', 'write'],
+  ['authentication', 'critical'],
+  ['webhooks', 'critical'],
+  ['none', 'read'],
+] as const
+
 /** Limited and shed requests; no label holds a principal (the gauge says how long the longest-held one has been held). */
 export class FairnessMetrics {
   readonly limited: Counter<'class' | 'reason'>
@@ -50,6 +61,13 @@ export class FairnessMetrics {
       labelNames: ['class', 'priority', 'reason'] as const,
       registers: [registry],
     })
+    // Every series at 0 from the start: a rate over a counter that appears with its first refusal misses that refusal.
+    for (const rateClass of ['reads', 'writes', 'authentication', 'webhooks']) {
+      for (const reason of ['rate', 'concurrency', 'address']) this.limited.labels(rateClass, reason).inc(0)
+    }
+    for (const [rateClass, priority] of SHED_SERIES) {
+      for (const reason of ['in_flight', 'event_loop_delay', 'pool_waiting']) this.shed.labels(rateClass, priority, reason).inc(0)
+    }
     const held = this.held
     new Gauge({
       name: 'rate_limit_principal_held_seconds',
