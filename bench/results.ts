@@ -241,6 +241,15 @@ const SECTIONS: Section[] = [
       return [await provenance('npx tsx bench/nested-json.ts', load), '', '```text', text.trim(), '```'].join('\n')
     },
   },
+  {
+    id: 'fairness',
+    title: 'Fair under load (issue 46): `npm run bench:fairness`',
+    async make() {
+      // Its own provenance line (machine, commit, load average) follows its heading, which is this section's.
+      const text = await tool('bench/fairness.ts', [])
+      return text.slice(text.indexOf('\n') + 1).trim()
+    },
+  },
 ]
 
 const BEGIN = (id: string) => `<!-- results:${id}:start -->`

@@ -63,6 +63,20 @@ export const EnvironmentSchema = Type.Object({
   METRICS_PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
   METRICS_HOST: Type.Optional(NonEmpty),
   HELPER_THREAD_NICENESS: Type.Optional(Type.String({ pattern: '^(1?[0-9])$' })),
+  RATE_LIMITS: Type.Optional(
+    Type.String({
+      pattern: '^(reads|writes|authentication|webhooks|rejected)=[1-9][0-9]{0,8}(,(reads|writes|authentication|webhooks|rejected)=[1-9][0-9]{0,8})*$',
+    }),
+  ),
+  RATE_LIMIT_WINDOW: Type.Optional(Duration),
+  CONCURRENCY_LIMITS: Type.Optional(
+    Type.String({ pattern: '^(reads|writes|authentication|webhooks)=[1-9][0-9]{0,5}(,(reads|writes|authentication|webhooks)=[1-9][0-9]{0,5})*$' }),
+  ),
+  LOAD_SHED: Type.Optional(
+    Type.String({
+      pattern: '^(off|(in_flight|event_loop_delay_ms|pool_waiting)=[1-9][0-9]{0,5}(,(in_flight|event_loop_delay_ms|pool_waiting)=[1-9][0-9]{0,5})*)$',
+    }),
+  ),
 })
 
 export type Environment = Static<typeof EnvironmentSchema>

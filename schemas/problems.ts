@@ -33,6 +33,7 @@ export const PROBLEM_CODES = {
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
   throttled: 429,
+  rate_limited: 429,
   header_too_large: 431,
   server_error: 500,
   service_unavailable: 503,

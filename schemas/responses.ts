@@ -35,6 +35,16 @@ const REQUEST_ID: Record<string, HeaderSpec> = {
   },
 }
 
+/** On every limited route's answers (src/fairness/): draft-ietf-httpapi-ratelimit-headers, its structured-field syntax. */
+const RATE_LIMIT: Record<string, HeaderSpec> = {
+  'RateLimit-Policy': {
+    type: 'string',
+    description:
+      'The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits)',
+  },
+  RateLimit: { type: 'string', description: 'What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7`' },
+}
+
 /** Extra headers an error status always carries (docs/api.md §1, §2). */
 const STATUS_HEADERS: Partial<Record<number, Record<string, HeaderSpec>>> = {
   401: { 'WWW-Authenticate': { [HEADER_REQUIRED]: true, type: 'string', description: 'Always `Bearer realm="api"`' } },
@@ -195,6 +205,12 @@ export const Problems = {
     detail: 'Request was throttled. Expected available in 60 seconds.',
     when: 'Too many failed logins from this client for this e-mail, for this account or from this address; `Retry-After` is the real wait: the rest of the window, or a second or two when only attempts still being checked hold the limit (concurrent logins wait for those instead)',
   },
+  rateLimited: {
+    status: 429,
+    code: 'rate_limited',
+    detail: 'Too many requests for this caller in this window. Retry in 7 seconds.',
+    when: "The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)",
+  },
   serverError: {
     status: 500,
     code: 'server_error',
@@ -205,7 +221,7 @@ export const Problems = {
     status: 503,
     code: 'service_unavailable',
     detail: 'The service is temporarily unavailable; try again shortly.',
-    when: 'The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`',
+    when: 'The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`',
   },
 } as const satisfies Record<string, ProblemCase>
 
@@ -219,10 +235,10 @@ export const BODY_PROBLEMS: readonly ProblemCase[] = [
   Problems.unsupportedMediaType,
 ]
 /** Any route can fail unexpectedly, lose its database or be answered while the instance drains. */
-const EVERY_ROUTE: readonly ProblemCase[] = [Problems.serverError, Problems.serviceUnavailable]
+const EVERY_ROUTE: readonly ProblemCase[] = [Problems.rateLimited, Problems.serverError, Problems.serviceUnavailable]
 
 function headerObjects(status: number) {
-  return { ...REQUEST_ID, ...STATUS_HEADERS[status] }
+  return { ...REQUEST_ID, ...RATE_LIMIT, ...STATUS_HEADERS[status] }
 }
 
 /**
@@ -265,5 +281,9 @@ export function routeResponses<S extends Partial<Record<SuccessStatus, object>>>
   }
   const errors: Record<number, ReturnType<typeof problemResponse>> = {}
   for (const status of [...byStatus.keys()].sort((a, b) => a - b)) errors[status] = problemResponse(status, byStatus.get(status) ?? [])
-  return { ...success, ...errors } as S & Record<ErrorStatus, ReturnType<typeof problemResponse>>
+  const limited: Record<string, object> = {}
+  for (const [status, response] of Object.entries(success) as [string, { headers?: object }][]) {
+    limited[status] = { ...response, headers: { ...response.headers, ...RATE_LIMIT } }
+  }
+  return { ...limited, ...errors } as S & Record<ErrorStatus, ReturnType<typeof problemResponse>>
 }

@@ -40,6 +40,7 @@ import metricsPlugin from './plugins/metrics.js'
 import securityHeaders from './plugins/security-headers.js'
 import tenancyPlugin from './tenancy/plugin.js'
 import { openReplicaReads } from './tenancy/replica-reads.js'
+import fairnessPlugin from './fairness/plugin.js'
 import registrationRoutes from './registration/plugin.js'
 import webhookRoutes from './webhooks/plugin.js'
 
@@ -190,11 +191,19 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // HANDLER_TIMEOUT (src/plugins/request-deadline.ts): never a hung request, POSTs included.
   await app.register(requestDeadline, { timeoutMs: config.handlerTimeoutMs })
   await app.register(drainingPlugin)
+  const redis = redisConnection(app, config)
+  // Before any database work: shedding, then each principal's quotas (src/fairness/).
+  await app.register(fairnessPlugin, {
+    settings: config.fairness,
+    redis: await redis(),
+    poolWaiting: () => database.pool?.waitingCount ?? 0,
+    fleetSecret: config.jwt.algorithm === 'HS256' ? config.jwt.secret : config.jwt.privateKey,
+    watchEventLoop: database.kind === 'postgres',
+  })
   await app.register(databasePlugin, { db: database.db, owned: options.database === undefined, problems: database.problems, probe: database.probe })
   await app.register(docsPlugin, { publicBaseUrl: config.publicBaseUrl })
   await app.register(authenticationPlugin, { config })
   await app.register(tenancyPlugin)
-  const redis = redisConnection(app, config)
   const counters = await counterStore(options, options.counterStore ? undefined : await redis(), app)
   // Its own connections (Redis's subscription to releases), given or not.
   app.addHook('onClose', () => counters.close())

@@ -88,6 +88,18 @@ export interface Config {
   metricsHost: string
   /** Nice value (0 to 19) for every thread but the event loop's, password hashing's among them; 0 leaves them alone. */
   helperThreadNiceness: number
+  /** Per principal and class of route (src/fairness/): requests per window, requests at once; when the instance sheds load. */
+  fairness: FairnessSettings
+}
+
+export type RateClass = 'reads' | 'writes' | 'authentication' | 'webhooks'
+export interface FairnessSettings {
+  /** Requests per window per principal; `rejected`: 401s per address (no token, a forged one, a disabled user). */
+  rateLimits: Record<RateClass | 'rejected', number>
+  windowSeconds: number
+  concurrencyLimits: Record<RateClass, number>
+  /** Where load shedding starts (reads at part of it: src/fairness/shedder.ts); undefined: never. */
+  shed: { inFlight: number; eventLoopDelayMs: number; poolWaiting: number } | undefined
 }
 
 /** Demo secrets, published: the embedded demo database's outside production, refused anywhere else (in any case). */
@@ -106,6 +118,30 @@ function idempotencyKeyQuotaOf(env: Environment): Config['idempotencyKeyQuota'] 
   const windowSeconds = parseDuration(env.IDEMPOTENCY_KEY_WINDOW ?? '1h')
   if (windowSeconds < 1) throw new ConfigError('IDEMPOTENCY_KEY_WINDOW: must be at least 1s')
   return { perCaller: Number(env.IDEMPOTENCY_KEYS_PER_CALLER ?? 10_000), windowSeconds }
+}
+
+/** `name=number,…` over defaults: every name the schema allows has one. */
+function namedNumbers<T extends Record<string, number>>(text: string | undefined, defaults: T): T {
+  const values: Record<string, number> = { ...defaults }
+  for (const item of text ? splitList(text) : []) {
+    const [name, value] = item.split('=')
+    values[name!] = Number(value)
+  }
+  return values as T
+}
+
+function fairnessOf(env: Environment): FairnessSettings {
+  const windowSeconds = parseDuration(env.RATE_LIMIT_WINDOW ?? '10s')
+  if (windowSeconds < 1) throw new ConfigError('RATE_LIMIT_WINDOW: must be at least 1s')
+  // An ordinary partner never meets them: 300 reads a second per user, 64 at once.
+  const rateLimits = namedNumbers(env.RATE_LIMITS, { reads: 3000, writes: 1000, authentication: 600, webhooks: 3000, rejected: 1000 })
+  const concurrencyLimits = namedNumbers(env.CONCURRENCY_LIMITS, { reads: 64, writes: 32, authentication: 32, webhooks: 64 })
+  const shedding = namedNumbers(env.LOAD_SHED === 'off' ? undefined : env.LOAD_SHED, { in_flight: 512, event_loop_delay_ms: 1000, pool_waiting: 64 })
+  const shed =
+    env.LOAD_SHED === 'off'
+      ? undefined
+      : { inFlight: shedding.in_flight, eventLoopDelayMs: shedding.event_loop_delay_ms, poolWaiting: shedding.pool_waiting }
+  return { rateLimits, windowSeconds, concurrencyLimits, shed }
 }
 
 /** Demo data is public logins: production loads it only when ALLOW_DEMO_DATA=true says a demo is meant. */
@@ -463,6 +499,7 @@ const SETTINGS: { [Key in keyof Config]: (env: Environment, rawEnv: NodeJS.Proce
   loginFailureMinMs: (env) => Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
   passwordHashQueuePerThread: (env) => Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),
   helperThreadNiceness: (env) => Number(env.HELPER_THREAD_NICENESS ?? 10),
+  fairness: fairnessOf,
 }
 
 /**

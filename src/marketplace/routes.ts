@@ -13,6 +13,8 @@ const marketplaceRoutes: FastifyPluginAsyncTypebox = async (app) => {
       permission: 'marketplace',
       schema: titleDocumentsRouteSchema,
       read: titleDocumentsRead,
+      // A title's documents may be many rows: shed first when the instance is saturated (src/fairness/).
+      config: { priority: 'large-read' },
       // A title that does not exist or that the member may not see is 404 (the read's default), as if it did not exist.
       handler: async (_request, reply, { data: title }) => sendJsonText(reply, title.documents_json),
     }),

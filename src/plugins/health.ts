@@ -26,6 +26,9 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
         if (app.draining) {
           throw problem(503, 'service_unavailable', 'This instance is shutting down.', { headers: { 'retry-after': '5' } })
         }
+        // A saturated instance (src/fairness/shedder.ts): the gateway sends elsewhere until it recovers.
+        if (app.loadShedder?.shedding)
+          throw problem(503, 'service_unavailable', 'This instance is saturated and sheds load.', { headers: { 'retry-after': '2' } })
         try {
           await app.probeDatabase(READINESS_TIMEOUT_MS)
         } catch (error) {

@@ -220,3 +220,30 @@ describe('the client package without a service', () => {
     expect(new Set(keys).size).toBe(1)
   })
 })
+
+describe('the client package against a limited service', () => {
+  const ctx = useTestApp({ RATE_LIMITS: 'reads=2', RATE_LIMIT_WINDOW: '2s' })
+
+  it('exposes the quota left, and on 429 rate_limited waits Retry-After (with at most a fifth more) before sending again', async () => {
+    const client = new ApiClient({ baseUrl: await baseUrlOf(ctx) })
+    await client.obtainTokenPair(ALICE)
+    const first = await client.send('getUserCompanies', {})
+    expect(first.rateLimit).toEqual([{ name: 'reads', quota: 2, windowSeconds: 2, remaining: 1, resetSeconds: 2 }])
+    await client.send('getUserCompanies', {})
+    const third = await client.send('getUserCompanies', {})
+    expect(third.retries.map((retry) => retry.reason)).toEqual(['429'])
+    expect(third.retries[0]!.delayMs).toBeGreaterThanOrEqual(1000)
+    expect(third.retries[0]!.delayMs).toBeLessThanOrEqual(2400)
+    expect(third.status).toBe(200)
+  })
+
+  it('returns a 429 whose Retry-After is beyond maxDelayMs at once, with the spent quota', async () => {
+    const client = new ApiClient({ baseUrl: await baseUrlOf(ctx), retry: { maxDelayMs: 500 } })
+    await client.obtainTokenPair(BOB)
+    await Promise.all([client.getUserCompanies(), client.getUserCompanies()])
+    const error = await client.getUserCompanies().catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ApiError)
+    expect(error).toMatchObject({ status: 429, code: 'rate_limited' })
+    expect((error as ApiError).rateLimit[0]).toMatchObject({ name: 'reads', remaining: 0, quota: 2 })
+  })
+})

@@ -94,13 +94,13 @@ describe('the published OpenAPI document', () => {
       )
     for (const route of ['/api/auth/v1/token', '/api/auth/v1/login']) {
       expect(codes(paths[route]?.post, '401')).toEqual(['no_active_account'])
-      expect(codes(paths[route]?.post, '429')).toEqual(['throttled'])
+      expect(codes(paths[route]?.post, '429')).toEqual(['throttled', 'rate_limited']) // failed logins; the address's quota (docs/api.md, Limits)
     }
     const confirmation = paths['/api/registration/v1/confirm-migration-account/{uidb64}/{token}']?.post
     expect(codes(confirmation, '400')).toContain('invalid_link')
     expect(confirmation?.responses).not.toHaveProperty('401')
     const removal = paths['/api/company/v1/{company_role_id}/bank-account/{bank_account_id}']?.delete
-    expect(Object.keys(removal?.responses ?? {})).toEqual(['204', '400', '401', '403', '404', '409', '500', '503'])
+    expect(Object.keys(removal?.responses ?? {})).toEqual(['204', '400', '401', '403', '404', '409', '429', '500', '503'])
     expect(removal?.requestBody).toBeUndefined()
   })
 

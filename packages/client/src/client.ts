@@ -1,5 +1,6 @@
 import { ApiError, ConnectionError, type ProblemFields } from './errors.js'
 import { host, sleep, type FetchLike, type FetchResponse } from './host.js'
+import { rateLimitOf, type RateLimitQuota } from './rate-limit.js'
 import type { operations } from './openapi.js'
 
 /**
@@ -89,7 +90,7 @@ export interface RetryOptions {
   attempts?: number
   /** The first wait when the answer gives no `Retry-After`, doubled each time, with jitter (200 ms). */
   baseDelayMs?: number
-  /** No wait longer than this, whatever `Retry-After` says (30 s). */
+  /** No wait longer than this, whatever `Retry-After` says (30 s); a longer wait is not waited: the answer is returned. */
   maxDelayMs?: number
   /**
    * A refresh is sent again only this long after its first attempt (25 s): within the service's
@@ -125,6 +126,8 @@ export interface Answer<Data> {
   idempotencyKey: string | undefined
   /** Attempts sent again, and why. */
   retries: Retry[]
+  /** The caller's quotas after this request, the nearest to its end first (empty on routes without). */
+  rateLimit: RateLimitQuota[]
 }
 
 /** Statuses after which an attempt that may be sent again is: the service did nothing, or asks to wait. */
@@ -306,6 +309,7 @@ export class ApiClient {
         replayed: response.headers.get('idempotent-replayed') === 'true',
         idempotencyKey,
         retries,
+        rateLimit: rateLimitOf(response.headers),
       }
     }
   }
@@ -353,8 +357,11 @@ export class ApiClient {
         if (received) return received
       }
       const retryAfter = Number(received?.response.headers.get('retry-after') ?? Number.NaN)
+      // Past Retry-After by up to a fifth more, so that clients refused together do not come back together.
+      const asked = Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter * 1000 * (1 + 0.2 * Math.random()) : undefined
+      if (asked !== undefined && asked > maxDelayMs && received) return received
       const backoff = baseDelayMs * 2 ** (attempt - 1) * (0.5 + Math.random())
-      const delayMs = Math.round(Math.min(Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter * 1000 : backoff, maxDelayMs))
+      const delayMs = Math.round(Math.min(asked ?? backoff, maxDelayMs))
       const retry = { operation, attempt, reason, delayMs }
       retries.push(retry)
       this.options.onRetry?.(retry)

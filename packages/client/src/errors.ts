@@ -1,3 +1,4 @@
+import { rateLimitOf, type RateLimitQuota } from './rate-limit.js'
 import type { operations } from './openapi.js'
 
 /** The operations of the API, by their OpenAPI operationId. */
@@ -42,6 +43,8 @@ export class ApiError<Code extends string = ProblemCode> extends Error {
   readonly requestId: string | undefined
   /** Seconds to wait before sending again (`Retry-After`), when the answer said. */
   readonly retryAfter: number | undefined
+  /** The caller's quotas (`RateLimit` fields), the nearest to its end first; with `429 rate_limited`, the spent one first. */
+  readonly rateLimit: RateLimitQuota[]
 
   constructor(operation: string, status: number, problem: ProblemFields, headers: { get(name: string): string | null }) {
     const code = problem.code ?? `http_${status}`
@@ -52,6 +55,7 @@ export class ApiError<Code extends string = ProblemCode> extends Error {
     this.detail = problem.detail ?? ''
     this.errors = problem.errors ?? {}
     this.requestId = headers.get('x-request-id') ?? undefined
+    this.rateLimit = rateLimitOf(headers)
     const retryAfter = Number(headers.get('retry-after') ?? Number.NaN)
     this.retryAfter = Number.isFinite(retryAfter) ? retryAfter : undefined
   }

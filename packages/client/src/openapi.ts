@@ -371,12 +371,42 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {string} */
                         status: "ok";
+                    };
+                };
+            };
+            /**
+             * @description Too Many Requests:
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
+             */
+            429: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
+                    /** @description Seconds until a new attempt may succeed */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "rate_limited";
                     };
                 };
             };
@@ -388,6 +418,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -402,12 +436,16 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -438,6 +476,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -450,6 +492,32 @@ export interface operations {
                 };
             };
             /**
+             * @description Too Many Requests:
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
+             */
+            429: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
+                    /** @description Seconds until a new attempt may succeed */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "rate_limited";
+                    };
+                };
+            };
+            /**
              * @description Internal Server Error:
              *     - `server_error`: An unexpected failure; the body holds no internals, the log has them under the request id
              */
@@ -457,6 +525,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -477,6 +549,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -507,6 +583,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -524,6 +604,32 @@ export interface operations {
                 };
             };
             /**
+             * @description Too Many Requests:
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
+             */
+            429: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
+                    /** @description Seconds until a new attempt may succeed */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "rate_limited";
+                    };
+                };
+            };
+            /**
              * @description Internal Server Error:
              *     - `server_error`: An unexpected failure; the body holds no internals, the log has them under the request id
              */
@@ -531,6 +637,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -545,12 +655,16 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -591,6 +705,10 @@ export interface operations {
                     "X-Request-Id": string;
                     /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
                     "Cache-Control": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -611,6 +729,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -631,6 +753,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -653,6 +779,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -673,6 +803,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -693,6 +827,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -708,11 +846,16 @@ export interface operations {
             /**
              * @description Too Many Requests:
              *     - `throttled`: Too many failed logins from this client for this e-mail, for this account or from this address; `Retry-After` is the real wait: the rest of the window, or a second or two when only attempts still being checked hold the limit (concurrent logins wait for those instead)
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
              */
             429: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds until a new attempt may succeed */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -723,7 +866,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "throttled";
+                        code: "throttled" | "rate_limited";
                     };
                 };
             };
@@ -735,6 +878,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -749,12 +896,16 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -793,6 +944,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -850,6 +1005,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -870,6 +1029,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -892,6 +1055,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -912,6 +1079,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -932,6 +1103,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -947,11 +1122,16 @@ export interface operations {
             /**
              * @description Too Many Requests:
              *     - `throttled`: Too many failed logins from this client for this e-mail, for this account or from this address; `Retry-After` is the real wait: the rest of the window, or a second or two when only attempts still being checked hold the limit (concurrent logins wait for those instead)
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
              */
             429: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds until a new attempt may succeed */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -962,7 +1142,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "throttled";
+                        code: "throttled" | "rate_limited";
                     };
                 };
             };
@@ -974,6 +1154,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -988,12 +1172,16 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -1032,6 +1220,10 @@ export interface operations {
                     "X-Request-Id": string;
                     /** @description Always `no-store`: responses carrying tokens are never cached (RFC 6749 §5.1) */
                     "Cache-Control": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1052,6 +1244,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1072,6 +1268,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -1094,6 +1294,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1114,6 +1318,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1134,6 +1342,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1147,6 +1359,32 @@ export interface operations {
                 };
             };
             /**
+             * @description Too Many Requests:
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
+             */
+            429: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
+                    /** @description Seconds until a new attempt may succeed */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "rate_limited";
+                    };
+                };
+            };
+            /**
              * @description Internal Server Error:
              *     - `server_error`: An unexpected failure; the body holds no internals, the log has them under the request id
              */
@@ -1154,6 +1392,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1168,12 +1410,16 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -1204,6 +1450,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1240,6 +1490,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -1255,6 +1509,32 @@ export interface operations {
                 };
             };
             /**
+             * @description Too Many Requests:
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
+             */
+            429: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
+                    /** @description Seconds until a new attempt may succeed */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "rate_limited";
+                    };
+                };
+            };
+            /**
              * @description Internal Server Error:
              *     - `server_error`: An unexpected failure; the body holds no internals, the log has them under the request id
              */
@@ -1262,6 +1542,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1276,12 +1560,16 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -1323,6 +1611,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1397,6 +1689,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1418,6 +1714,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -1441,6 +1741,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1461,6 +1765,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1474,6 +1782,32 @@ export interface operations {
                 };
             };
             /**
+             * @description Too Many Requests:
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
+             */
+            429: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
+                    /** @description Seconds until a new attempt may succeed */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "rate_limited";
+                    };
+                };
+            };
+            /**
              * @description Internal Server Error:
              *     - `server_error`: An unexpected failure; the body holds no internals, the log has them under the request id
              */
@@ -1481,6 +1815,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1495,12 +1833,16 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -1569,6 +1911,10 @@ export interface operations {
                     "X-Request-Id": string;
                     /** @description `true` when this answer replays the first answer to the request's `Idempotency-Key`; absent otherwise */
                     "Idempotent-Replayed"?: string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1615,6 +1961,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1636,6 +1986,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -1659,6 +2013,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1680,6 +2038,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1700,6 +2062,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1722,6 +2088,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying (with `idempotency_key_in_use`) */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1744,6 +2114,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1764,6 +2138,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1784,6 +2162,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1799,11 +2181,16 @@ export interface operations {
             /**
              * @description Too Many Requests:
              *     - `throttled`: The caller (the token's user; route 10: the link) has had `IDEMPOTENCY_KEYS_PER_CALLER` (10,000) new keys kept within `IDEMPOTENCY_KEY_WINDOW` (1 h); `Retry-After` is the rest of the window. A retry of a key already used is still answered
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
              */
             429: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds until a new attempt may succeed */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -1814,7 +2201,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "throttled";
+                        code: "throttled" | "rate_limited";
                     };
                 };
             };
@@ -1826,6 +2213,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1840,12 +2231,16 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -1887,6 +2282,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1917,6 +2316,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1938,6 +2341,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -1960,6 +2367,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1980,6 +2391,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1993,6 +2408,32 @@ export interface operations {
                 };
             };
             /**
+             * @description Too Many Requests:
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
+             */
+            429: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
+                    /** @description Seconds until a new attempt may succeed */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "rate_limited";
+                    };
+                };
+            };
+            /**
              * @description Internal Server Error:
              *     - `server_error`: An unexpected failure; the body holds no internals, the log has them under the request id
              */
@@ -2000,6 +2441,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2014,12 +2459,16 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -2061,6 +2510,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2073,6 +2526,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2094,6 +2551,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -2116,6 +2577,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2136,6 +2601,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2157,6 +2626,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2170,6 +2643,32 @@ export interface operations {
                 };
             };
             /**
+             * @description Too Many Requests:
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
+             */
+            429: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
+                    /** @description Seconds until a new attempt may succeed */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "rate_limited";
+                    };
+                };
+            };
+            /**
              * @description Internal Server Error:
              *     - `server_error`: An unexpected failure; the body holds no internals, the log has them under the request id
              */
@@ -2177,6 +2676,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2191,12 +2694,16 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -2262,6 +2769,10 @@ export interface operations {
                     "X-Request-Id": string;
                     /** @description `true` when this answer replays the first answer to the request's `Idempotency-Key`; absent otherwise */
                     "Idempotent-Replayed"?: string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2306,6 +2817,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2327,6 +2842,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -2350,6 +2869,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2370,6 +2893,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2390,6 +2917,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2412,6 +2943,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying (with `idempotency_key_in_use`) */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2434,6 +2969,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2454,6 +2993,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2474,6 +3017,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2489,11 +3036,16 @@ export interface operations {
             /**
              * @description Too Many Requests:
              *     - `throttled`: The caller (the token's user; route 10: the link) has had `IDEMPOTENCY_KEYS_PER_CALLER` (10,000) new keys kept within `IDEMPOTENCY_KEY_WINDOW` (1 h); `Retry-After` is the rest of the window. A retry of a key already used is still answered
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
              */
             429: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds until a new attempt may succeed */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -2504,7 +3056,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "throttled";
+                        code: "throttled" | "rate_limited";
                     };
                 };
             };
@@ -2516,6 +3068,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2530,12 +3086,16 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -2577,6 +3137,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2638,6 +3202,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2659,6 +3227,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -2681,6 +3253,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2701,6 +3277,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2714,6 +3294,32 @@ export interface operations {
                 };
             };
             /**
+             * @description Too Many Requests:
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
+             */
+            429: {
+                headers: {
+                    /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
+                    "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
+                    /** @description Seconds until a new attempt may succeed */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description The codes this route answers with this status
+                         * @enum {string}
+                         */
+                        code: "rate_limited";
+                    };
+                };
+            };
+            /**
              * @description Internal Server Error:
              *     - `server_error`: An unexpected failure; the body holds no internals, the log has them under the request id
              */
@@ -2721,6 +3327,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2735,12 +3345,16 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -2805,6 +3419,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2825,6 +3443,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2845,6 +3467,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Always `Bearer realm="api"` */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -2867,6 +3493,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2887,6 +3517,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2907,6 +3541,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2927,6 +3565,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2942,11 +3584,16 @@ export interface operations {
             /**
              * @description Too Many Requests:
              *     - `throttled`: Too many wrong secrets from this address; wait `Retry-After` seconds
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
              */
             429: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds until a new attempt may succeed */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -2957,7 +3604,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "throttled";
+                        code: "throttled" | "rate_limited";
                     };
                 };
             };
@@ -2969,6 +3616,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2983,12 +3634,16 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -3048,6 +3703,10 @@ export interface operations {
                     "Cache-Control": string;
                     /** @description `true` when this answer replays the first answer to the request's `Idempotency-Key`; absent otherwise */
                     "Idempotent-Replayed"?: string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3084,6 +3743,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3104,6 +3767,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3125,6 +3792,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying (with `idempotency_key_in_use`) */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3147,6 +3818,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3167,6 +3842,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3187,6 +3866,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3202,11 +3885,16 @@ export interface operations {
             /**
              * @description Too Many Requests:
              *     - `throttled`: The caller (the token's user; route 10: the link) has had `IDEMPOTENCY_KEYS_PER_CALLER` (10,000) new keys kept within `IDEMPOTENCY_KEY_WINDOW` (1 h); `Retry-After` is the rest of the window. A retry of a key already used is still answered
+             *     - `rate_limited`: The caller (the token's user, its company role, or on a public route its address) spent its quota of this class of route for the window, or has too many requests in flight; `Retry-After` is the wait, `RateLimit` says what is left (docs/api.md, Limits)
              */
             429: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds until a new attempt may succeed */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -3217,7 +3905,7 @@ export interface operations {
                          * @description The codes this route answers with this status
                          * @enum {string}
                          */
-                        code: "throttled";
+                        code: "throttled" | "rate_limited";
                     };
                 };
             };
@@ -3229,6 +3917,10 @@ export interface operations {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3243,12 +3935,16 @@ export interface operations {
             };
             /**
              * @description Service Unavailable:
-             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, or this instance is shutting down; retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
+             *     - `service_unavailable`: The database cannot be reached or refuses writes (a failover), the request took longer than `HANDLER_TIMEOUT`, this instance is shutting down, or it is saturated and sheds the less critical requests first (large reads, then reads, then writes); retry after `Retry-After` seconds. When the request may have been applied before, `detail` says so: check first, or retry with the same `Idempotency-Key`
              */
             503: {
                 headers: {
                     /** @description The gateway's `X-Request-Id` (from `TRUST_PROXY`'s addresses only) when it is a sane token, else one made here; it is on every log line of the request */
                     "X-Request-Id": string;
+                    /** @description The quotas this request was counted against, e.g. `"reads";q=3000;w=10` (3,000 requests per 10 s for this user), and `"reads-company-role";…` for its company role (docs/api.md, Limits) */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of each quota and the seconds until it resets, e.g. `"reads";r=2990;t=7` */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
