@@ -190,6 +190,8 @@ async function tableFigures(): Promise<{ autovacuum: string; tables: TableFigure
 }
 
 const rps = (result: LoadResult) => result.requestsPerSecond
+/** PostgreSQL's CPU per read; during the churn it includes the refreshes' and logins' statements. */
+const postgresMicros = (result: LoadResult) => perRequestMicros(result.postgresCpuPercent, result)
 const fixed = (value: number, digits = 0) => value.toFixed(digits)
 const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : '–')
 
@@ -200,8 +202,8 @@ interface Window {
 
 function readTable(routes: Route[], fresh: Map<string, Pair>, during: Window[], after: Map<string, Pair>): string[] {
   const lines = [
-    '| route | fresh req/s (p99 ms) | during: first / median / last req/s | during p99 ms, median | after req/s (p99 ms) | after / fresh | last during / first during | own SQL fresh / after req/s | service / own SQL fresh / after | server µs/req fresh / after |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| route | fresh req/s (p99 ms) | during: first / median / last req/s | during p99 ms, median | after req/s (p99 ms) | after / fresh | last during / first during | own SQL fresh / after req/s | service / own SQL fresh / after | server µs/req fresh / after | PG µs/req fresh / during / after |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ]
   for (const { id } of routes) {
     const before = fresh.get(id)!
@@ -214,7 +216,8 @@ function readTable(routes: Route[], fresh: Map<string, Pair>, during: Window[], 
         `${fixed(median(windows.map((window) => window.p99Ms)), 1)} | ${fixed(rps(later.service))} (${fixed(later.service.p99Ms, 1)}) | ` +
         `${ratio(rps(later.service), rps(before.service))} | ${ratio(rps(last), rps(first))} | ${fixed(rps(before.floor))} / ${fixed(rps(later.floor))} | ` +
         `${ratio(rps(before.service), rps(before.floor))} / ${ratio(rps(later.service), rps(later.floor))} | ` +
-        `${fixed(perRequestMicros(before.service.serverCpuPercent, before.service))} / ${fixed(perRequestMicros(later.service.serverCpuPercent, later.service))} |`,
+        `${fixed(perRequestMicros(before.service.serverCpuPercent, before.service))} / ${fixed(perRequestMicros(later.service.serverCpuPercent, later.service))} | ` +
+        `${fixed(postgresMicros(before.service))} / ${fixed(median(windows.map(postgresMicros)))} / ${fixed(postgresMicros(later.service))} |`,
     )
   }
   return lines

@@ -76,7 +76,12 @@ export interface TokenFamiliesTable {
   absolute_expires_at: Timestamp
   revoked_at: NullableTimestamp
   revoked_reason: RevocationReason | null
-  /** The jti of the family's one refresh token that may still be spent (migration 0005). */
+}
+
+/** A family's rotating part, apart from the row every request reads (migration 0014). */
+export interface TokenFamilyRotationsTable {
+  family_id: string
+  /** The jti of the family's one refresh token that may still be spent (migration 0005); null once revoked. */
   current_refresh_jti: string | null
   /** The jti the last rotation spent, and the term of the successor it made current (migration 0008). */
   previous_refresh_jti: string | null
@@ -258,6 +263,7 @@ export interface Database {
   company_roles: CompanyRolesTable
   memberships: MembershipsTable
   token_families: TokenFamiliesTable
+  token_family_rotations: TokenFamilyRotationsTable
   kyc_documents: KycDocumentsTable
   document_solicitations: DocumentSolicitationsTable
   bank_accounts: BankAccountsTable

@@ -12,6 +12,7 @@ import * as productionMark from './0010_production_mark.js'
 import * as idempotencyAnswerWithWork from './0011_idempotency_answer_with_work.js'
 import * as solicitationDocumentTypes from './0012_solicitation_document_types.js'
 import * as idempotencyKeysCompact from './0013_idempotency_keys_compact.js'
+import * as tokenFamilyRotations from './0014_token_family_rotations.js'
 
 /**
  * Migrations are imported, not read from a folder, so that the compiled service and the tests
@@ -31,6 +32,7 @@ export const migrations: Record<string, Migration> = {
   '0011_idempotency_answer_with_work': idempotencyAnswerWithWork,
   '0012_solicitation_document_types': solicitationDocumentTypes,
   '0013_idempotency_keys_compact': idempotencyKeysCompact,
+  '0014_token_family_rotations': tokenFamilyRotations,
 }
 
 export const migrationProvider: MigrationProvider = {
