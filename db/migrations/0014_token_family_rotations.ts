@@ -9,8 +9,8 @@ import { sql, type Kysely } from 'kysely'
  * each page is left free so that those updates stay HOT, and autovacuum visits the table after a
  * fixed number of them rather than a fifth of the table.
  *
- * A revocation (any: reuse, logout, the disable and password triggers, an operator's SQL) clears the
- * family's current jti by trigger: a rotation running meanwhile waits for that row and then finds
+ * A revocation (any: reuse, logout, the disable and password triggers, an operator's SQL) is copied
+ * onto the rotation row by trigger: a rotation running meanwhile waits for that row and then finds
  * nothing to spend, as it did when both lived in one row.
  *
  * Run it with no instance of the previous version serving: those still write the dropped columns.
@@ -22,11 +22,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       current_refresh_issued_at timestamptz,
       current_refresh_expires_at timestamptz,
       current_refresh_jti text CHECK (octet_length(current_refresh_jti) = 32 AND current_refresh_jti !~ '[^0-9a-f]'),
-      previous_refresh_jti text CHECK (octet_length(previous_refresh_jti) = 32 AND previous_refresh_jti !~ '[^0-9a-f]')
+      previous_refresh_jti text CHECK (octet_length(previous_refresh_jti) = 32 AND previous_refresh_jti !~ '[^0-9a-f]'),
+      family_revoked_at timestamptz
     ) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 2000)`.execute(db)
   await sql`
-    INSERT INTO token_family_rotations (family_id, current_refresh_issued_at, current_refresh_expires_at, current_refresh_jti, previous_refresh_jti)
-    SELECT id, current_refresh_issued_at, current_refresh_expires_at, current_refresh_jti, previous_refresh_jti
+    INSERT INTO token_family_rotations
+           (family_id, current_refresh_issued_at, current_refresh_expires_at, current_refresh_jti, previous_refresh_jti, family_revoked_at)
+    SELECT id, current_refresh_issued_at, current_refresh_expires_at, current_refresh_jti, previous_refresh_jti, revoked_at
       FROM token_families
      WHERE current_refresh_jti IS NOT NULL OR previous_refresh_jti IS NOT NULL`.execute(db)
   await sql`
@@ -39,7 +41,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE FUNCTION end_rotation_on_revocation() RETURNS trigger
     LANGUAGE plpgsql AS $$
     BEGIN
-      UPDATE token_family_rotations SET current_refresh_jti = NULL WHERE family_id = NEW.id;
+      UPDATE token_family_rotations SET family_revoked_at = NEW.revoked_at WHERE family_id = NEW.id;
       RETURN NEW;
     END
     $$`.execute(db)

@@ -139,8 +139,8 @@ const familyIsLive = ({ and, eb, exists, selectFrom }: ExpressionBuilder<Databas
  * presented token is spent if it is the family's current one and the family is live, and its
  * successor becomes the current one; the spent jti and the successor's term are kept beside it for
  * a retry within the grace (`findRetriedSuccessor`). Of two requests presenting the same token, the
- * second waits on the first's row lock and then finds another current token; a revocation clears
- * the current one on that row too (its trigger). Returns the successor's expiry (the earlier of its
+ * second waits on the first's row lock and then finds another current token; a revocation marks
+ * that row too (its trigger), so that a rotation waiting on it then finds the family revoked. Returns the successor's expiry (the earlier of its
  * own and the family's end) and the family's end, or undefined when nothing was spent.
  */
 const rotationStatement = new Precompiled((db, { jti, familyId, userId, nextJti, issuedAt, expiresAt }: Rotation) =>
@@ -156,6 +156,7 @@ const rotationStatement = new Precompiled((db, { jti, familyId, userId, nextJti,
     .whereRef('token_families.id', '=', 'token_family_rotations.family_id')
     .where('token_family_rotations.family_id', '=', familyId)
     .where('token_family_rotations.current_refresh_jti', '=', jti)
+    .where('token_family_rotations.family_revoked_at', 'is', null)
     .where('token_families.user_id', '=', userId)
     .where((eb) => familyIsLive(eb as unknown as ExpressionBuilder<Database, 'token_families'>))
     .returning(['token_family_rotations.current_refresh_expires_at as expires_at', 'token_families.absolute_expires_at']),

@@ -15,8 +15,7 @@ import { useDatabaseUpgradedFrom } from '../helpers/upgraded-database.js'
  * the upgrade must survive it: a current token still rotates, a token rotated seconds before is
  * still a retry within the grace, an older one still a replay. Upgraded from 0013.
  */
-const refreshToken = (jti: string, familyId: string, iat?: number): string =>
-  forgeHs256(accessClaims(DEMO.users.alice, familyId, { token_type: 'refresh', jti, ...(iat ? { iat } : {}) }))
+const refreshToken = (jti: string, familyId: string): string => forgeHs256(accessClaims(DEMO.users.alice, familyId, { token_type: 'refresh', jti }))
 
 /** `rotated`: its `previous` was spent a second ago for `current`; `fresh`: never rotated. */
 const rotated = { id: randomUUID(), older: newJti(), previous: newJti(), current: newJti() }
