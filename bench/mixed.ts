@@ -26,6 +26,7 @@ const HELP = `npm run bench:mixed -- [options]
   --window S          seconds per read run; the routes take turns (default 8)
   --warmup S          seconds of unrecorded load per route and server first (default 3)
   --refresh-share N   reads per refresh, from the fresh read rate (default 20)
+  --refresh-rate N    refreshes per second instead (to load two checkouts alike at once)
   --chains N          refresh chains: families refreshing one after another (default 50)
   --login-rate N      logins per second (default 2)
   --connections N     read connections (default 10)
@@ -37,6 +38,7 @@ const { values } = parseArgs({
     window: { type: 'string', default: '8' },
     warmup: { type: 'string', default: '3' },
     'refresh-share': { type: 'string', default: '20' },
+    'refresh-rate': { type: 'string' },
     chains: { type: 'string', default: '50' },
     'login-rate': { type: 'string', default: '2' },
     connections: { type: 'string', default: '10' },
@@ -53,6 +55,7 @@ const options = {
   window: Number(values.window),
   warmup: Number(values.warmup),
   refreshShare: Number(values['refresh-share']),
+  refreshRate: values['refresh-rate'] === undefined ? undefined : Number(values['refresh-rate']),
   chains: Number(values.chains),
   loginRate: Number(values['login-rate']),
   connections: Number(values.connections),
@@ -242,7 +245,7 @@ async function main(): Promise<void> {
     say('fresh: each route on the service, then on its own SQL')
     const fresh = await measureReads(routes, service, floor)
     const freshReads = median([...fresh.values()].map((pair) => rps(pair.service)))
-    const refreshRate = freshReads / options.refreshShare
+    const refreshRate = options.refreshRate ?? freshReads / options.refreshShare
     say(`churn: ${fixed(refreshRate)} refreshes/s over ${options.chains} chains, ${options.loginRate} logins/s, for ${options.duration} s`)
     const churn = startChurn(service.baseUrl, await createRefreshTokens(options.databaseUrl, options.chains), refreshRate, options.loginRate)
     const during: Window[] = []
@@ -260,7 +263,7 @@ async function main(): Promise<void> {
     )
     say(`Load average ${loadBefore} before, ${loadAverage()} after; autovacuum ${stats.autovacuum} on this server.`)
     say(
-      `Churn: ${churned.refreshes} refreshes (${fixed(churned.refreshes / churned.seconds)}/s, target ${fixed(refreshRate)}/s = 1 per ${options.refreshShare} fresh reads; ${churned.refreshFailures} failed; p99 ${fixed(churned.refreshP99Ms, 1)} ms) over ${options.chains} chains, ` +
+      `Churn: ${churned.refreshes} refreshes (${fixed(churned.refreshes / churned.seconds)}/s, target ${fixed(refreshRate)}/s${options.refreshRate === undefined ? ` = 1 per ${options.refreshShare} fresh reads` : ''}; ${churned.refreshFailures} failed; p99 ${fixed(churned.refreshP99Ms, 1)} ms) over ${options.chains} chains, ` +
         `${churned.logins} logins (${churned.loginFailures} failed).`,
     )
     say('')
