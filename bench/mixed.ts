@@ -95,6 +95,8 @@ interface ChurnFigures {
   refreshP99Ms: number
   logins: number
   loginFailures: number
+  /** Failed answers by route and status, e.g. `refresh 503`. */
+  failures: Record<string, number>
   seconds: number
 }
 
@@ -105,6 +107,8 @@ function startChurn(baseUrl: string, tokens: string[], refreshPerSecond: number,
   let stopped = false
   const startedAt = performance.now()
   const figures = { refreshes: 0, refreshFailures: 0, logins: 0, loginFailures: 0 }
+  const failures: Record<string, number> = {}
+  const failed = (what: string, status: number) => void (failures[`${what} ${status}`] = (failures[`${what} ${status}`] ?? 0) + 1)
   const refreshTimes: number[] = []
   const post = (path: string, body: unknown) =>
     fetch(`${baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
@@ -118,6 +122,7 @@ function startChurn(baseUrl: string, tokens: string[], refreshPerSecond: number,
       refreshTimes.push(performance.now() - sent)
       if (!response.ok) {
         figures.refreshFailures += 1
+        failed('refresh', response.status)
         await response.arrayBuffer()
         return
       }
@@ -131,7 +136,10 @@ function startChurn(baseUrl: string, tokens: string[], refreshPerSecond: number,
       const response = await post('/api/auth/v1/token', { email: LOGIN_USERS[n % LOGIN_USERS.length], password: DEMO_PASSWORD })
       await response.arrayBuffer()
       if (response.ok) figures.logins += 1
-      else figures.loginFailures += 1
+      else {
+        figures.loginFailures += 1
+        failed('login', response.status)
+      }
     }
   }
   const loops = [...tokens.map(chain), ...(loginPerSecond > 0 ? [logins(0), logins(1)] : [])]
@@ -139,7 +147,7 @@ function startChurn(baseUrl: string, tokens: string[], refreshPerSecond: number,
     async stop(): Promise<ChurnFigures> {
       stopped = true
       await Promise.all(loops)
-      return { ...figures, refreshP99Ms: percentile99(refreshTimes), seconds: (performance.now() - startedAt) / 1000 }
+      return { ...figures, failures, refreshP99Ms: percentile99(refreshTimes), seconds: (performance.now() - startedAt) / 1000 }
     },
   }
 }
@@ -264,7 +272,8 @@ async function main(): Promise<void> {
     say(`Load average ${loadBefore} before, ${loadAverage()} after; autovacuum ${stats.autovacuum} on this server.`)
     say(
       `Churn: ${churned.refreshes} refreshes (${fixed(churned.refreshes / churned.seconds)}/s, target ${fixed(refreshRate)}/s${options.refreshRate === undefined ? ` = 1 per ${options.refreshShare} fresh reads` : ''}; ${churned.refreshFailures} failed; p99 ${fixed(churned.refreshP99Ms, 1)} ms) over ${options.chains} chains, ` +
-        `${churned.logins} logins (${churned.loginFailures} failed).`,
+        `${churned.logins} logins (${churned.loginFailures} failed).` +
+        (Object.keys(churned.failures).length ? ` Failures: ${JSON.stringify(churned.failures)}.` : ''),
     )
     say('')
     for (const line of readTable(routes, fresh, during, after)) say(line)
