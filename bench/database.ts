@@ -129,13 +129,15 @@ export async function createRefreshTokens(databaseUrl: string, count: number, us
       const stored = Array.from({ length: size }, () => ({ familyId: randomUUID(), jti: newJti(), term: signer.refreshTerm() }))
       await handle.db
         .insertInto('token_families')
-        .values(
-          stored.map(({ familyId, jti }) => ({ id: familyId, user_id: userId, absolute_expires_at: familyExpiresAt, current_refresh_jti: jti })),
-        )
+        .values(stored.map(({ familyId }) => ({ id: familyId, user_id: userId, absolute_expires_at: familyExpiresAt })))
+        .execute()
+      await handle.db
+        .insertInto('token_family_rotations')
+        .values(stored.map(({ familyId, jti }) => ({ family_id: familyId, current_refresh_jti: jti })))
         .execute()
       tokens.push(...stored.map(({ familyId, jti, term }) => signer.signRefreshStored(jti, userId, familyId, term).token))
     }
-    await sql`ANALYZE token_families`.execute(handle.db)
+    await sql`ANALYZE token_families, token_family_rotations`.execute(handle.db)
   } finally {
     await handle.db.destroy()
   }

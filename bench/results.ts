@@ -233,6 +233,17 @@ const SECTIONS: Section[] = [
     },
   },
   {
+    id: 'mixed',
+    title: 'Steady state: reads beside token rotation (`npm run bench:mixed`, issue 45)',
+    async make() {
+      const load = loadAverage()
+      const args = quick ? ['--duration', '6', '--window', '2', '--warmup', '1'] : []
+      const text = await tool('bench/mixed.ts', [...args, '--database-url', url('_mixed')])
+      const table = text.slice(text.indexOf('Reads ')).trim()
+      return [await provenance(`npm run bench:mixed -- ${args.join(' ')}`, load), '', table].join('\n')
+    },
+  },
+  {
     id: 'nested',
     title: 'A deeply nested JSON body (issue 26): `bench/nested-json.ts`',
     async make() {

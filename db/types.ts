@@ -76,12 +76,19 @@ export interface TokenFamiliesTable {
   absolute_expires_at: Timestamp
   revoked_at: NullableTimestamp
   revoked_reason: RevocationReason | null
+}
+
+/** A family's rotating part, apart from the row every request reads (migration 0016). */
+export interface TokenFamilyRotationsTable {
+  family_id: string
   /** The jti of the family's one refresh token that may still be spent (migration 0005). */
   current_refresh_jti: string | null
   /** The jti the last rotation spent, and the term of the successor it made current (migration 0008). */
   previous_refresh_jti: string | null
   current_refresh_issued_at: NullableTimestamp
   current_refresh_expires_at: NullableTimestamp
+  /** The family's revoked_at, copied by trigger so that a rotation waiting on this row sees it. */
+  family_revoked_at: NullableTimestamp
 }
 
 export interface KycDocumentsTable {
@@ -264,6 +271,7 @@ export interface Database {
   company_roles: CompanyRolesTable
   memberships: MembershipsTable
   token_families: TokenFamiliesTable
+  token_family_rotations: TokenFamilyRotationsTable
   kyc_documents: KycDocumentsTable
   document_solicitations: DocumentSolicitationsTable
   bank_accounts: BankAccountsTable

@@ -14,6 +14,7 @@ import * as solicitationDocumentTypes from './0012_solicitation_document_types.j
 import * as idempotencyKeysCompact from './0013_idempotency_keys_compact.js'
 import * as accessRevocationNotices from './0014_access_revocation_notices.js'
 import * as kidCutover from './0015_kid_cutover.js'
+import * as tokenFamilyRotations from './0016_token_family_rotations.js'
 
 /**
  * Migrations are imported, not read from a folder, so that the compiled service and the tests
@@ -35,6 +36,7 @@ export const migrations: Record<string, Migration> = {
   '0013_idempotency_keys_compact': idempotencyKeysCompact,
   '0014_access_revocation_notices': accessRevocationNotices,
   '0015_kid_cutover': kidCutover,
+  '0016_token_family_rotations': tokenFamilyRotations,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -154,13 +154,21 @@ export function volumeSteps(factor: number): VolumeStep[] {
       'token_families',
       c.tokenFamilies,
       (a, b) => `
-      INSERT INTO token_families (id, user_id, created_at, absolute_expires_at, revoked_at, revoked_reason, current_refresh_jti)
+      INSERT INTO token_families (id, user_id, created_at, absolute_expires_at, revoked_at, revoked_reason)
       SELECT md5('vf:' || k)::uuid, ${user(`((k - 1) % ${U} + 1)`)}, t.created, t.created + interval '30 days',
              CASE WHEN k % 10 = 0 OR k % 50 = 1 THEN t.created + interval '1 hour' END,
-             CASE WHEN k % 10 = 0 THEN 'logout' WHEN k % 50 = 1 THEN 'reuse' END,
-             md5('vj:' || k)
+             CASE WHEN k % 10 = 0 THEN 'logout' WHEN k % 50 = 1 THEN 'reuse' END
         FROM generate_series(${a}, ${b}) AS k
        CROSS JOIN LATERAL (SELECT now() - ((k::bigint * 7919) % 86400) * interval '1 minute' AS created) AS t`,
+    ),
+    // Their rotating part (migration 0016): a revoked family has no current token.
+    ...batched(
+      'token_family_rotations',
+      c.tokenFamilies,
+      (a, b) => `
+      INSERT INTO token_family_rotations (family_id, current_refresh_jti)
+      SELECT md5('vf:' || k)::uuid, CASE WHEN k % 10 <> 0 AND k % 50 <> 1 THEN md5('vj:' || k) END
+        FROM generate_series(${a}, ${b}) AS k`,
     ),
     // Each type once, and an older version of half of them; a seventh pending review, an eleventh rejected.
     ...batched(

@@ -12,8 +12,9 @@ export interface NewSession {
   expiresAt: Date
 }
 
-/** A refresh token's expiry, in a statement on its family's row: its own, capped at the family's absolute end. */
-const cappedAtFamilyEnd = (expiresAt: Date) => sql<Date>`least(${expiresAt}::timestamptz, absolute_expires_at)`
+/** A refresh token's expiry, in a statement that has its family's row: its own, capped at the family's absolute end. */
+const cappedAtFamilyEnd = (expiresAt: Date, family = 'token_families') =>
+  sql<Date>`least(${expiresAt}::timestamptz, ${sql.ref(`${family}.absolute_expires_at`)})`
 
 /** What a statement that issues tokens learns of their family: the refresh token's expiry, and the family's end (which caps the access token's too). */
 export interface StoredTerm {
@@ -22,20 +23,26 @@ export interface StoredTerm {
 }
 
 /**
- * A token family and its first refresh token (stored as the family's current one) in one
- * statement. Returns the token's expiry (the earlier of its own and the family's absolute end) and
- * the family's end.
+ * A token family and its first refresh token (stored as the family's current one, in its rotation
+ * row) in one statement. Returns the token's expiry (the earlier of its own and the family's
+ * absolute end) and the family's end.
  */
 const createSessionStatement = new Precompiled((db, p: NewSession) =>
   db
-    .insertInto('token_families')
-    .values({
-      id: p.familyId,
-      user_id: p.userId,
-      absolute_expires_at: sql<Date>`now() + make_interval(secs => ${p.absoluteTtlSeconds})`,
-      current_refresh_jti: p.jti,
-    })
-    .returning([cappedAtFamilyEnd(p.expiresAt).as('expires_at'), 'absolute_expires_at']),
+    .with('family', (qb) =>
+      qb
+        .insertInto('token_families')
+        .values({ id: p.familyId, user_id: p.userId, absolute_expires_at: sql<Date>`now() + make_interval(secs => ${p.absoluteTtlSeconds})` })
+        .returning(['id', 'absolute_expires_at']),
+    )
+    .with('rotation', (qb) =>
+      qb
+        .insertInto('token_family_rotations')
+        .columns(['family_id', 'current_refresh_jti'])
+        .expression((eb) => eb.selectFrom('family').select(['family.id', sql<string>`${p.jti}::text`.as('current_refresh_jti')])),
+    )
+    .selectFrom('family')
+    .select([cappedAtFamilyEnd(p.expiresAt, 'family').as('expires_at'), 'family.absolute_expires_at']),
 )
 
 export async function createSession(db: Db, session: NewSession): Promise<StoredTerm> {
@@ -72,23 +79,30 @@ const loginSessionStatement = new Precompiled((db, p: LoginSession) =>
         .where(sql<boolean>`migration_state IS DISTINCT FROM 'pending'`)
         .returning(['id', 'last_login']),
     )
-    .insertInto('token_families')
-    .columns(['id', 'user_id', 'absolute_expires_at', 'current_refresh_jti'])
-    .expression((eb) =>
-      eb
-        .selectFrom('login')
-        .select([
-          sql<string>`${p.familyId}::uuid`.as('id'),
-          'login.id as user_id',
-          sql<Date>`now() + make_interval(secs => ${p.absoluteTtlSeconds})`.as('absolute_expires_at'),
-          sql<string>`${p.jti}::text`.as('current_refresh_jti'),
-        ]),
+    .with('family', (qb) =>
+      qb
+        .insertInto('token_families')
+        .columns(['id', 'user_id', 'absolute_expires_at'])
+        .expression((eb) =>
+          eb
+            .selectFrom('login')
+            .select([
+              sql<string>`${p.familyId}::uuid`.as('id'),
+              'login.id as user_id',
+              sql<Date>`now() + make_interval(secs => ${p.absoluteTtlSeconds})`.as('absolute_expires_at'),
+            ]),
+        )
+        .returning(['id', 'absolute_expires_at']),
     )
-    .returning((eb) => [
-      cappedAtFamilyEnd(p.expiresAt).as('expires_at'),
-      'absolute_expires_at',
-      eb.selectFrom('login').select('login.last_login').as('last_login'),
-    ]),
+    .with('rotation', (qb) =>
+      qb
+        .insertInto('token_family_rotations')
+        .columns(['family_id', 'current_refresh_jti'])
+        .expression((eb) => eb.selectFrom('family').select(['family.id', sql<string>`${p.jti}::text`.as('current_refresh_jti')])),
+    )
+    .selectFrom('family')
+    .innerJoin('login', (join) => join.onTrue())
+    .select([cappedAtFamilyEnd(p.expiresAt, 'family').as('expires_at'), 'family.absolute_expires_at', 'login.last_login']),
 )
 
 /** The token's expiry, the family's end and the new last_login; undefined when the user may no longer log in. */
@@ -112,36 +126,40 @@ export interface Rotation {
 /** The family is live: not revoked, not past its absolute expiry, its user active. */
 const familyIsLive = ({ and, eb, exists, selectFrom }: ExpressionBuilder<Database, 'token_families'>) =>
   and([
-    eb('revoked_at', 'is', null),
-    eb('absolute_expires_at', '>', sql<Date>`now()`),
+    eb('token_families.revoked_at', 'is', null),
+    eb('token_families.absolute_expires_at', '>', sql<Date>`now()`),
     exists(
       selectFrom('users').select(sql.lit(1).as('active')).whereRef('users.id', '=', 'token_families.user_id').where('users.is_active', '=', true),
     ),
   ])
 
 /**
- * A refresh-token rotation in one atomic statement, a compare-and-set on the family's row: the
+ * A refresh-token rotation in one atomic statement, a compare-and-set on the family's rotation row
+ * (migration 0016: the family's own row, which every request reads, is only read here): the
  * presented token is spent if it is the family's current one and the family is live, and its
  * successor becomes the current one; the spent jti and the successor's term are kept beside it for
  * a retry within the grace (`findRetriedSuccessor`). Of two requests presenting the same token, the
- * second waits on the first's row lock and then finds another current token. Returns the
- * successor's expiry (the earlier of its own and the family's end) and the family's end, or
- * undefined when nothing was spent.
+ * second waits on the first's row lock and then finds another current token; a revocation marks
+ * that row too (its trigger), so that a rotation waiting on it then finds the family revoked. Returns the successor's expiry (the earlier of its
+ * own and the family's end) and the family's end, or undefined when nothing was spent.
  */
 const rotationStatement = new Precompiled((db, { jti, familyId, userId, nextJti, issuedAt, expiresAt }: Rotation) =>
   db
-    .updateTable('token_families')
+    .updateTable('token_family_rotations')
+    .from('token_families')
     .set({
       current_refresh_jti: nextJti,
       previous_refresh_jti: jti,
       current_refresh_issued_at: sql<Date>`to_timestamp(${issuedAt}::bigint)`,
       current_refresh_expires_at: cappedAtFamilyEnd(expiresAt),
     })
-    .where('id', '=', familyId)
-    .where('user_id', '=', userId)
-    .where('current_refresh_jti', '=', jti)
-    .where(familyIsLive)
-    .returning(['current_refresh_expires_at as expires_at', 'absolute_expires_at']),
+    .whereRef('token_families.id', '=', 'token_family_rotations.family_id')
+    .where('token_family_rotations.family_id', '=', familyId)
+    .where('token_family_rotations.current_refresh_jti', '=', jti)
+    .where('token_family_rotations.family_revoked_at', 'is', null)
+    .where('token_families.user_id', '=', userId)
+    .where((eb) => familyIsLive(eb as unknown as ExpressionBuilder<Database, 'token_families'>))
+    .returning(['token_family_rotations.current_refresh_expires_at as expires_at', 'token_families.absolute_expires_at']),
 )
 
 export async function spendAndReplaceRefreshToken(db: Db, rotation: Rotation): Promise<StoredTerm | undefined> {
@@ -170,18 +188,19 @@ export interface RetriedSuccessor extends StoredTerm {
  */
 const retriedSuccessorStatement = new Precompiled((db, { jti, familyId, userId, graceSeconds }: SpentToken) =>
   db
-    .selectFrom('token_families')
+    .selectFrom('token_family_rotations')
+    .innerJoin('token_families', 'token_families.id', 'token_family_rotations.family_id')
     .select([
-      'current_refresh_jti as jti',
-      'current_refresh_issued_at as issued_at',
-      'current_refresh_expires_at as expires_at',
-      'absolute_expires_at',
+      'token_family_rotations.current_refresh_jti as jti',
+      'token_family_rotations.current_refresh_issued_at as issued_at',
+      'token_family_rotations.current_refresh_expires_at as expires_at',
+      'token_families.absolute_expires_at',
     ])
-    .where('id', '=', familyId)
-    .where('user_id', '=', userId)
-    .where('previous_refresh_jti', '=', jti)
-    .where('current_refresh_issued_at', '>', sql<Date>`now() - make_interval(secs => ${graceSeconds})`)
-    .where(familyIsLive),
+    .where('token_family_rotations.family_id', '=', familyId)
+    .where('token_families.user_id', '=', userId)
+    .where('token_family_rotations.previous_refresh_jti', '=', jti)
+    .where('token_family_rotations.current_refresh_issued_at', '>', sql<Date>`now() - make_interval(secs => ${graceSeconds})`)
+    .where((eb) => familyIsLive(eb as unknown as ExpressionBuilder<Database, 'token_families'>)),
 )
 
 export async function findRetriedSuccessor(db: Db, spent: SpentToken): Promise<RetriedSuccessor | undefined> {
@@ -204,7 +223,16 @@ export async function revokeFamilyOnReuse(db: Db, jti: string, familyId: string)
     .set({ revoked_at: sql<Date>`now()`, revoked_reason: 'reuse' })
     .where('id', '=', familyId)
     .where('revoked_at', 'is', null)
-    .where(sql<boolean>`current_refresh_jti IS DISTINCT FROM ${jti}`)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('token_family_rotations')
+            .select(sql.lit(1).as('current'))
+            .where('token_family_rotations.family_id', '=', familyId)
+            .where('token_family_rotations.current_refresh_jti', '=', jti),
+        ),
+      ),
+    )
     .executeTakeFirst()
   return result.numUpdatedRows > 0n
 }
