@@ -6,6 +6,7 @@ import { EXAMPLES_KEYWORD } from '../schemas/responses.js'
 import authRoutes from './auth/plugin.js'
 import { AddressFailureLimit } from './auth/throttle/address-failure-limit.js'
 import type { CounterStore } from './lib/counter-store.js'
+import { addressKeys } from './lib/client-address.js'
 import type { Redis } from 'ioredis'
 import { FallbackCounterStore } from './auth/throttle/fallback-counter-store.js'
 import { FamiliarPlaces, familiarPlacesKey } from './auth/throttle/familiar-places.js'
@@ -206,10 +207,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
   // Keyed by the signing key, which every instance shares: a new key forgets the familiar places.
   const placesKey = familiarPlacesKey(config.jwt.algorithm === 'HS256' ? config.jwt.secret : config.jwt.privateKey)
-  const places = new FamiliarPlaces(counters, placesKey, config.loginFamiliarTtl * 1000)
-  const throttle = new LoginThrottle(counters, config.loginThrottle, places)
+  const addresses = addressKeys(config.addressIpv6Prefix)
+  const places = new FamiliarPlaces(counters, placesKey, config.loginFamiliarTtl * 1000, addresses)
+  const throttle = new LoginThrottle(counters, config.loginThrottle, places, addresses)
   // Wrong webhook path secrets: counted per address like failed logins, with the same limit and window.
-  const secretGuesses = new AddressFailureLimit(counters, 'webhook-secret', config.loginThrottle)
+  const secretGuesses = new AddressFailureLimit(counters, 'webhook-secret', config.loginThrottle, config.addressIpv6Prefix)
   await app.register(healthRoutes, { prefix: '/health' })
   await app.register(jwksRoutes, { config })
   await app.register(authRoutes, { prefix: '/api/auth/v1', config, throttle })

@@ -76,6 +76,8 @@ export interface Config {
   idempotencyKeyQuota: { perCaller: number; windowSeconds: number }
   /** Seconds a place (/24, /64) stays familiar to an account after a login from it; 0: no familiar places. */
   loginFamiliarTtl: number
+  /** IPv6 clients are counted by this prefix (a subscriber), IPv4 ones by their address (src/lib/client-address.ts). */
+  addressIpv6Prefix: number
   /** A failed login is answered no sooner than this many ms after it began, whatever the stored hash. */
   loginFailureMinMs: number
   /** Password hashes allowed to wait per hashing thread; beyond, a login is 503 at once. */
@@ -397,6 +399,7 @@ export function loadConfig(rawEnv: NodeJS.ProcessEnv = process.env): Config {
       burstWaitMs: loginBurstWaitMs,
     },
     loginFamiliarTtl: parseDuration(env.LOGIN_FAMILIAR_TTL ?? '30d'),
+    addressIpv6Prefix: Number(env.ADDRESS_IPV6_PREFIX ?? 64),
     idempotencyKeyQuota: idempotencyKeyQuotaOf(env),
     loginFailureMinMs: Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
     passwordHashQueuePerThread: Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),
