@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { CounterLimit, CounterStore, Reservation, Settlement } from '../../lib/counter-store.js'
 import { addressKeys as defaultAddressKeys, type AddressKeys } from '../../lib/client-address.js'
+import type { Admission } from '../../lib/concurrency-limit.js'
 import type { Familiarity, FamiliarIds, FamiliarPlaces } from './familiar-places.js'
 import { throttled } from './throttled.js'
 import { Waiters } from './waiters.js'
@@ -35,8 +36,10 @@ const throttledFor = (waitMs: number, reason: ThrottleReason): Error => Object.a
 
 /** One attempt's place in flight, taken before its password is checked. */
 export interface LoginReservation {
-  /** How familiar the source is to the account: the hashing queue serves familiar logins first. */
+  /** How familiar the source is to the account. */
   readonly familiarity: Familiarity
+  /** Its place in the password-hashing queue: familiar addresses, then places, first; fair per network and account. */
+  readonly admission: Admission
   /** The password was right: clear the client's failures and give back the place. */
   succeeded(): Promise<void>
   /** The password was checked and refused: the place becomes a failure on every counter. */
@@ -106,7 +109,7 @@ export class LoginThrottle {
     let placeOn: string | undefined
     for (;;) {
       const result = await this.look(attempt, counters, placeOn)
-      if (result.outcome === 'reserved') return this.reservation(attempt, counters, ids, familiarity)
+      if (result.outcome === 'reserved') return this.reservation(attempt, counters, ids, familiarity, this.admission(clientIp, email, familiarity))
       if (result.outcome === 'blocked') throw throttledFor(result.waitMs, 'failures')
       const remainingMs = deadline - performance.now()
       // They are being checked now: one more attempt gets through in about a second.
@@ -130,7 +133,19 @@ export class LoginThrottle {
   }
 
   /** `counters`: the client's, the account's (or familiar place's) and the address's, in this order. */
-  private reservation(attempt: string, counters: CounterLimit[], ids: FamiliarIds | undefined, familiarity: Familiarity): LoginReservation {
+  /** The network is the place (/24, /64): one household or office shares its turn in the queue. */
+  private admission(clientIp: string, email: string, familiarity: Familiarity): Admission {
+    const priority = familiarity === 'address' ? 2 : familiarity === 'place' ? 1 : 0
+    return { priority, sources: [`network:${this.addresses.place(clientIp)}`, `account:${digest(email)}`] }
+  }
+
+  private reservation(
+    attempt: string,
+    counters: CounterLimit[],
+    ids: FamiliarIds | undefined,
+    familiarity: Familiarity,
+    admission: Admission,
+  ): LoginReservation {
     const settle = async (client: Settlement, others: Settlement) => {
       try {
         await this.store.settle(
@@ -146,6 +161,7 @@ export class LoginThrottle {
     }
     return {
       familiarity,
+      admission,
       // The address and its place are familiar from now on, for LOGIN_FAMILIAR_TTL from this login.
       succeeded: async () => {
         await Promise.all([settle('cleared', 'returned'), ids === undefined ? undefined : this.places.remember(ids)])
