@@ -54,12 +54,12 @@ describe('the in-memory counters, full', () => {
     })
   })
 
-  it("keep the owner's familiar address through 20 concurrent logins from new places", async () => {
+  it("keep the owner's familiar address through 20 logins from new places", async () => {
     await withApp(10, async (app) => {
       expect((await login(app, '203.0.113.10', 'alice@acme.example', DEMO_PASSWORD)).statusCode).toBe(200)
-      const elsewhere = await Promise.all(
-        Array.from({ length: 20 }, (_, index) => login(app, `198.51.${index}.1`, 'bob@beta.example', DEMO_PASSWORD)),
-      )
+      // One after another: bob's account admits 3 attempts in flight (LOGIN_FAILURES_PER_ACCOUNT here).
+      const elsewhere = []
+      for (let index = 0; index < 20; index++) elsewhere.push(await login(app, `198.51.${index}.1`, 'bob@beta.example', DEMO_PASSWORD))
       expect(elsewhere.map((response) => response.statusCode)).toEqual(Array(20).fill(200))
       expect(await evictions(app, 'familiar')).toBeGreaterThan(0)
       await blockAlice(app)
