@@ -19,7 +19,7 @@ import { REPO_ROOT } from './servers.js'
 
 const HELP = `npm run bench:results -- [options]     (builds first: prebench:results)
   --quick              every step for a few seconds: proves the command, figures not to be read
-  --only a,b           steps to run (bench volume reads writes tokens pooler replicas nested; default all); the
+  --only a,b           steps to run (bench volume reads writes tokens pooler replicas mixed nested fairness login-fairness; default all); the
                        others' sections are kept from the existing file
   --base-url URL       PostgreSQL server for the bench databases (default postgres://postgres@127.0.0.1:5432)
   --prefix NAME        prefix of the bench databases, dropped and re-created (default bench)
@@ -259,6 +259,16 @@ const SECTIONS: Section[] = [
       // Its own provenance line (machine, commit, load average) follows its heading, which is this section's.
       const text = await tool('bench/fairness.ts', [])
       return text.slice(text.indexOf('\n') + 1).trim()
+    },
+  },
+  {
+    id: 'login-fairness',
+    title: "The owner's logins while strangers flood the hashing queue (issue 42): `bench/login-fairness.ts`",
+    async make() {
+      const load = loadAverage()
+      const args = quick ? ['--seconds', '3', '--guessers', '30'] : []
+      const text = await tool('bench/login-fairness.ts', args)
+      return [await provenance(`npx tsx bench/login-fairness.ts ${args.join(' ')}`.trim(), load), '', text.trim()].join('\n')
     },
   },
 ]

@@ -52,6 +52,7 @@ export const EnvironmentSchema = Type.Object({
   LOGIN_FAILURE_WINDOW: Type.Optional(Duration),
   LOGIN_BURST_WAIT: Type.Optional(Duration),
   LOGIN_FAMILIAR_TTL: Type.Optional(Duration),
+  ADDRESS_IPV6_PREFIX: Type.Optional(Type.String({ pattern: '^(3[2-9]|[4-9][0-9]|1[01][0-9]|12[0-8])$' })),
   IDEMPOTENCY_KEYS_PER_CALLER: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,7}$' })),
   IDEMPOTENCY_KEY_WINDOW: Type.Optional(Duration),
   LOGIN_FAILURE_MIN_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),

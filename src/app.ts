@@ -6,11 +6,12 @@ import { EXAMPLES_KEYWORD } from '../schemas/responses.js'
 import authRoutes from './auth/plugin.js'
 import { AddressFailureLimit } from './auth/throttle/address-failure-limit.js'
 import type { CounterStore } from './lib/counter-store.js'
+import { addressKeys } from './lib/client-address.js'
 import type { Redis } from 'ioredis'
 import { FallbackCounterStore } from './auth/throttle/fallback-counter-store.js'
 import { FamiliarPlaces, familiarPlacesKey } from './auth/throttle/familiar-places.js'
 import { LoginThrottle } from './auth/throttle/login-throttle.js'
-import { MemoryCounterStore } from './auth/throttle/memory-counter-store.js'
+import { MemoryCounterStore, type EvictedKind } from './auth/throttle/memory-counter-store.js'
 import { RedisCounterStore } from './auth/throttle/redis-counter-store.js'
 import { configurePasswordHashing, passwordHashQueueDepth } from './auth/passwords.js'
 import companyRoutes from './company/plugin.js'
@@ -125,11 +126,30 @@ function redisConnection(app: FastifyInstance, config: Config): () => Promise<Re
 }
 
 async function counterStore(options: BuildOptions, redis: Redis | undefined, app: FastifyInstance): Promise<CounterStore> {
-  if (options.counterStore) return options.counterStore
-  if (!redis) return new MemoryCounterStore()
-  return new FallbackCounterStore(new RedisCounterStore(redis), new MemoryCounterStore(), (error) =>
+  if (options.counterStore) {
+    if (options.counterStore instanceof MemoryCounterStore) reportEvictions(options.counterStore, app)
+    return options.counterStore
+  }
+  const memory = reportEvictions(new MemoryCounterStore(), app)
+  if (!redis) return memory
+  return new FallbackCounterStore(new RedisCounterStore(redis), memory, (error) =>
     app.log.warn({ err: error }, "login throttle: redis failed, using this instance's counters"),
   )
+}
+
+/** Evictions are counted, and logged at most once a minute with what went since the last line. */
+function reportEvictions(store: MemoryCounterStore, app: FastifyInstance): MemoryCounterStore {
+  let loggedAt = -Infinity
+  const unlogged: Partial<Record<EvictedKind, number>> = {}
+  store.onEvicted((kind, count) => {
+    app.metrics.counterEvictions.labels(kind).inc(count)
+    unlogged[kind] = (unlogged[kind] ?? 0) + count
+    if (performance.now() - loggedAt < 60_000) return
+    app.log.warn({ evicted: { ...unlogged } }, 'login throttle: the in-memory counters are full and evicted the entries least worth keeping')
+    loggedAt = performance.now()
+    for (const key of Object.keys(unlogged) as EvictedKind[]) delete unlogged[key]
+  })
+  return store
 }
 
 /** DATABASE_REPLICA_URLS's pools, each like the primary's; none on the embedded database. */
@@ -214,10 +234,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   configurePasswordHashing({ queuedPerThread: config.passwordHashQueuePerThread, observer: app.metrics.passwordHashing(passwordHashQueueDepth) })
   // Keyed by the signing key, which every instance shares: a new key forgets the familiar places.
   const placesKey = familiarPlacesKey(config.jwt.algorithm === 'HS256' ? config.jwt.secret : config.jwt.privateKey)
-  const places = new FamiliarPlaces(counters, placesKey, config.loginFamiliarTtl * 1000)
-  const throttle = new LoginThrottle(counters, config.loginThrottle, places)
+  const addresses = addressKeys(config.addressIpv6Prefix)
+  const places = new FamiliarPlaces(counters, placesKey, config.loginFamiliarTtl * 1000, addresses)
+  const throttle = new LoginThrottle(counters, config.loginThrottle, places, addresses)
   // Wrong webhook path secrets: counted per address like failed logins, with the same limit and window.
-  const secretGuesses = new AddressFailureLimit(counters, 'webhook-secret', config.loginThrottle)
+  const secretGuesses = new AddressFailureLimit(counters, 'webhook-secret', config.loginThrottle, config.addressIpv6Prefix)
   await app.register(healthRoutes, { prefix: '/health' })
   await app.register(jwksRoutes, { config })
   await app.register(authRoutes, { prefix: '/api/auth/v1', config, throttle })

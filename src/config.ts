@@ -78,6 +78,8 @@ export interface Config {
   idempotencyKeyQuota: { perCaller: number; windowSeconds: number }
   /** Seconds a place (/24, /64) stays familiar to an account after a login from it; 0: no familiar places. */
   loginFamiliarTtl: number
+  /** IPv6 clients are counted by this prefix (a subscriber), IPv4 ones by their address (src/lib/client-address.ts). */
+  addressIpv6Prefix: number
   /** A failed login is answered no sooner than this many ms after it began, whatever the stored hash. */
   loginFailureMinMs: number
   /** Password hashes allowed to wait per hashing thread; beyond, a login is 503 at once. */
@@ -495,6 +497,7 @@ const SETTINGS: { [Key in keyof Config]: (env: Environment, rawEnv: NodeJS.Proce
     burstWaitMs: loginBurstWaitMsOf(env),
   }),
   loginFamiliarTtl: (env) => seconds(env.LOGIN_FAMILIAR_TTL, '30d'),
+  addressIpv6Prefix: (env) => Number(env.ADDRESS_IPV6_PREFIX ?? 64),
   idempotencyKeyQuota: idempotencyKeyQuotaOf,
   loginFailureMinMs: (env) => Number(env.LOGIN_FAILURE_MIN_MS ?? 500),
   passwordHashQueuePerThread: (env) => Number(env.PASSWORD_HASH_QUEUE_PER_THREAD ?? 8),

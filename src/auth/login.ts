@@ -42,8 +42,8 @@ async function authenticate(db: Db, throttle: LoginThrottle, clientIp: string, e
   let verdict: VerifyResult | undefined
   try {
     user = await findUserByEmail(db, email)
-    if (user) verdict = await verifyPassword(user.password_hash, password)
-    else await spendVerificationTime(password)
+    if (user) verdict = await verifyPassword(user.password_hash, password, reservation.admission)
+    else await spendVerificationTime(password, reservation.admission)
   } catch (error) {
     // Nothing was checked (busy hashing, database down): the attempt does not count.
     await reservation.cancelled()

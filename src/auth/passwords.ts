@@ -2,7 +2,7 @@ import { createHash, pbkdf2, timingSafeEqual } from 'node:crypto'
 import { promisify } from 'node:util'
 import argon2 from 'argon2'
 import bcrypt from 'bcrypt'
-import { ConcurrencyLimit, ConcurrencyLimitFull, type ConcurrencyObserver } from '../lib/concurrency-limit.js'
+import { ConcurrencyLimit, ConcurrencyLimitFull, type Admission, type ConcurrencyObserver } from '../lib/concurrency-limit.js'
 
 const pbkdf2Async = promisify(pbkdf2)
 
@@ -45,13 +45,15 @@ export const passwordHashQueueDepth = (): number => hashing.queued
 /** A full hashing queue: the error handler answers it 503 with Retry-After. */
 export const isHashingBusy = (error: unknown): boolean => error instanceof ConcurrencyLimitFull
 
-const whenHashingFree = <T>(task: () => Promise<T>): Promise<T> => hashing.run(task)
+/** `admission`: a login's place in the queue, familiar places first and fair per source network and account (src/auth/login.ts). */
+const whenHashingFree = <T>(task: () => Promise<T>, admission?: Admission): Promise<T> => hashing.run(task, admission)
 
 export function hashPassword(password: string): Promise<string> {
   return whenHashingFree(() => argon2.hash(password, ARGON2_OPTIONS))
 }
 
-const argon2Verify = (phc: string, password: string): Promise<boolean> => whenHashingFree(() => argon2.verify(phc, password))
+const argon2Verify = (phc: string, password: string, admission?: Admission): Promise<boolean> =>
+  whenHashingFree(() => argon2.verify(phc, password), admission)
 
 export interface VerifyResult {
   valid: boolean
@@ -61,9 +63,9 @@ export interface VerifyResult {
 
 const INVALID: VerifyResult = { valid: false, needsRehash: false }
 
-async function verifyArgon2(phc: string, password: string, migrated: boolean): Promise<VerifyResult> {
+async function verifyArgon2(phc: string, password: string, migrated: boolean, admission?: Admission): Promise<VerifyResult> {
   try {
-    if (!(await argon2Verify(phc, password))) return INVALID
+    if (!(await argon2Verify(phc, password, admission))) return INVALID
   } catch (error) {
     if (isHashingBusy(error)) throw error
     return INVALID
@@ -72,22 +74,22 @@ async function verifyArgon2(phc: string, password: string, migrated: boolean): P
 }
 
 /** Django's PBKDF2PasswordHasher: `pbkdf2_sha256$<iterations>$<salt>$<base64 digest>`. */
-async function verifyDjangoPbkdf2(encoded: string, password: string): Promise<VerifyResult> {
+async function verifyDjangoPbkdf2(encoded: string, password: string, admission?: Admission): Promise<VerifyResult> {
   const [, iterationsText, salt, digest] = encoded.split('$')
   const iterations = Number(iterationsText)
   if (!salt || !digest || !Number.isInteger(iterations) || iterations < 1 || iterations > 10_000_000) return INVALID
   const expected = Buffer.from(digest, 'base64')
   if (expected.length === 0) return INVALID
-  const actual = await whenHashingFree(() => pbkdf2Async(password, salt, iterations, expected.length, 'sha256'))
+  const actual = await whenHashingFree(() => pbkdf2Async(password, salt, iterations, expected.length, 'sha256'), admission)
   return timingSafeEqual(actual, expected) ? { valid: true, needsRehash: true } : INVALID
 }
 
 /** Django's BCryptSHA256PasswordHasher (`bcrypt_sha256$$2b$…`) and BCryptPasswordHasher (`bcrypt$$2b$…`). */
-async function verifyDjangoBcrypt(encoded: string, password: string, prehash: boolean): Promise<VerifyResult> {
+async function verifyDjangoBcrypt(encoded: string, password: string, prehash: boolean, admission?: Admission): Promise<VerifyResult> {
   const bcryptHash = encoded.slice(encoded.indexOf('$') + 1)
   const candidate = prehash ? createHash('sha256').update(password).digest('hex') : password
   try {
-    return (await whenHashingFree(() => bcrypt.compare(candidate, bcryptHash))) ? { valid: true, needsRehash: true } : INVALID
+    return (await whenHashingFree(() => bcrypt.compare(candidate, bcryptHash), admission)) ? { valid: true, needsRehash: true } : INVALID
   } catch (error) {
     if (isHashingBusy(error)) throw error
     return INVALID
@@ -98,12 +100,12 @@ async function verifyDjangoBcrypt(encoded: string, password: string, prehash: bo
  * Checks a password against a stored hash: our argon2id, or one of the Django formats that
  * migrated accounts keep until their next successful login.
  */
-export function verifyPassword(stored: string, password: string): Promise<VerifyResult> {
-  if (stored.startsWith('$argon2')) return verifyArgon2(stored, password, false)
-  if (stored.startsWith('argon2$')) return verifyArgon2(stored.slice('argon2'.length), password, true)
-  if (stored.startsWith('pbkdf2_sha256$')) return verifyDjangoPbkdf2(stored, password)
-  if (stored.startsWith('bcrypt_sha256$')) return verifyDjangoBcrypt(stored, password, true)
-  if (stored.startsWith('bcrypt$')) return verifyDjangoBcrypt(stored, password, false)
+export function verifyPassword(stored: string, password: string, admission?: Admission): Promise<VerifyResult> {
+  if (stored.startsWith('$argon2')) return verifyArgon2(stored, password, false, admission)
+  if (stored.startsWith('argon2$')) return verifyArgon2(stored.slice('argon2'.length), password, true, admission)
+  if (stored.startsWith('pbkdf2_sha256$')) return verifyDjangoPbkdf2(stored, password, admission)
+  if (stored.startsWith('bcrypt_sha256$')) return verifyDjangoBcrypt(stored, password, true, admission)
+  if (stored.startsWith('bcrypt$')) return verifyDjangoBcrypt(stored, password, false, admission)
   // Unusable (`!…`) or unknown formats never match.
   return Promise.resolve(INVALID)
 }
@@ -114,12 +116,12 @@ let dummyHash: Promise<string> | undefined
  * Verifies against a throw-away hash with our parameters, so that an unknown e-mail costs the same
  * time as a known one.
  */
-export async function spendVerificationTime(password: string): Promise<void> {
+export async function spendVerificationTime(password: string, admission?: Admission): Promise<void> {
   dummyHash ??= hashPassword('dummy password for timing equalisation').catch((error: unknown) => {
     dummyHash = undefined // refused while busy: made by a later login
     throw error
   })
-  await argon2Verify(await dummyHash, password).catch((error: unknown) => {
+  await argon2Verify(await dummyHash, password, admission).catch((error: unknown) => {
     if (isHashingBusy(error)) throw error
   })
 }

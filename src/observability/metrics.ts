@@ -90,6 +90,13 @@ export class ServiceMetrics {
     help: "Requests carrying X-Forwarded-For from a peer TRUST_PROXY does not trust: their client address is the peer's (behind a gateway missing from TRUST_PROXY, every client is the gateway).",
     registers: [this.registry],
   })
+  /** The in-memory login counters are full: too small for the traffic, or a flood of fresh keys. */
+  readonly counterEvictions = new Counter({
+    name: 'login_counter_evictions_total',
+    help: "Entries the in-memory login counters evicted when full, by kind: counter (below its limit), blocked (at its limit), familiar (a familiar place's mark).",
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  })
   /** Writes done beside an answer (after it is sent), whose failure never changes it: a failure is logged and counted here. */
   readonly sideWriteFailures = new Counter({
     name: 'side_write_failures_total',

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { afterAll, describe, expect, it } from 'vitest'
-import { placeOf } from '../../src/auth/throttle/familiar-places.js'
+import { placeOf } from '../../src/lib/client-address.js'
 import { RedisCounterStore } from '../../src/auth/throttle/redis-counter-store.js'
 import { buildTestApp, DEMO_PASSWORD, problemOf, useTestApp } from '../helpers/app.js'
 import { resetDatabase } from '../helpers/database.js'
@@ -96,9 +96,9 @@ describe('guesses from 40 unfamiliar addresses against an account (in memory)', 
     const fromHome = await Promise.all(Array.from({ length: 10 }, (_, index) => login(ctx.app, HOME, `guess ${index}`)))
     expect(fromHome.filter((response) => response.statusCode === 401).length).toBe(5)
     problemOf(await login(ctx.app, HOME, DEMO_PASSWORD), 429, 'throttled')
-    // Its /24 neighbours share the place's budget: 20 failures in all, then 429 for the place.
+    // Its /24 neighbours share the place's budget, apart from the address's own: 20 failures, then 429 for the place.
     const neighbours = await Promise.all(Array.from({ length: 30 }, (_, index) => login(ctx.app, `203.0.113.${100 + index}`, `guess ${index}`)))
-    expect(neighbours.filter((response) => response.statusCode === 401).length).toBe(20 - 5)
+    expect(neighbours.filter((response) => response.statusCode === 401).length).toBe(20)
     problemOf(await login(ctx.app, '203.0.113.200', DEMO_PASSWORD), 429, 'throttled')
     // Strangers' budget is apart: the owner still logs in from a new address.
     expect((await login(ctx.app, '192.0.2.201', DEMO_PASSWORD)).statusCode).toBe(200)
@@ -173,6 +173,56 @@ describe('guesses from 40 unfamiliar addresses, two instances sharing Redis', ()
       }
     } finally {
       await Promise.all([first.close(), second.close()])
+    }
+  })
+})
+
+// Issue 42 item 3: strangers in the owner's /24, named by X-Forwarded-For with TRUST_PROXY=true,
+// must not spend the budget of the owner's own address.
+const NEIGHBOURS = Array.from({ length: 40 }, (_, index) => `203.0.113.${100 + index}`)
+
+/** 3 rounds: the 40 neighbours each guess once while the owner logs in 4 times from HOME, all at once. */
+async function neighboursSiege(apps: FastifyInstance[]): Promise<Siege> {
+  const result: Siege = { owner: [], attackers: [] }
+  for (let round = 0; round < 3; round++) {
+    const app = apps[round % apps.length]!
+    const guesses = NEIGHBOURS.map((address, index) => login(app, address, `neighbour ${round}-${index}`))
+    const owner = Array.from({ length: 4 }, (_, index) => login(app, HOME, DEMO_PASSWORD, index % 2 === 0 ? 'token' : 'login'))
+    const [attackers, owners] = await Promise.all([Promise.all(guesses), Promise.all(owner)])
+    result.attackers.push(...attackers)
+    result.owner.push(...owners)
+  }
+  return result
+}
+
+describe("strangers in the owner's /24 (TRUST_PROXY=true)", () => {
+  const TRUSTING = { TRUST_PROXY: 'true', LOGIN_BURST_WAIT: '8s' }
+  const ctx = useTestApp(TRUSTING)
+
+  it("leave the owner's exact address its own budget, in memory", async () => {
+    expect((await login(ctx.app, HOME, DEMO_PASSWORD)).statusCode).toBe(200)
+    const { owner, attackers } = await neighboursSiege([ctx.app])
+    expect(owner.map((response) => response.statusCode)).toEqual(Array(12).fill(200))
+    expectGuessesLimited(attackers)
+    // The place's budget is spent: another address of the /24 is limited with the neighbours.
+    problemOf(await login(ctx.app, '203.0.113.250', DEMO_PASSWORD), 429, 'throttled')
+  })
+
+  it("leave the owner's exact address its own budget, two instances on Redis", async () => {
+    const redis = new Redis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 })
+    const prefix = `test-h42-neighbours:${process.pid}:${Date.now()}:`
+    const first = await buildTestApp(TRUSTING, { counterStore: new RedisCounterStore(redis, prefix) })
+    const second = await buildTestApp(TRUSTING, { counterStore: new RedisCounterStore(redis, prefix) })
+    try {
+      expect((await login(first, HOME, DEMO_PASSWORD)).statusCode).toBe(200)
+      const { owner, attackers } = await neighboursSiege([second, first])
+      expect(owner.map((response) => response.statusCode)).toEqual(Array(12).fill(200))
+      expectGuessesLimited(attackers)
+    } finally {
+      await Promise.all([first.close(), second.close()])
+      const keys = await redis.keys(`${prefix}*`)
+      if (keys.length) await redis.del(...keys)
+      await redis.quit()
     }
   })
 })

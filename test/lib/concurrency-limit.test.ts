@@ -71,3 +71,41 @@ describe('ConcurrencyLimit', () => {
     expect(await limit.run(async () => 'again')).toBe('again')
   })
 })
+
+describe('ConcurrencyLimit, admission (issue 42 item 4)', () => {
+  /** One task running, `maxQueued` places; each task waits on its own gate. */
+  const busyLimit = async (maxQueued: number) => {
+    const limit = new ConcurrencyLimit(1, { maxQueued })
+    const gate = deferred()
+    const first = limit.run(() => gate.promise)
+    await tick()
+    return { limit, release: () => gate.resolve(), first }
+  }
+  const settled = (run: Promise<unknown>) =>
+    run.then(
+      () => 'ran',
+      (error: unknown) => (error instanceof ConcurrencyLimitFull ? 'refused' : 'failed'),
+    )
+
+  it('serves a higher priority first, and gives it the place of the newest lower one when full', async () => {
+    const { limit, release, first } = await busyLimit(2)
+    const order: string[] = []
+    const task = (name: string) => async () => void order.push(name)
+    const low1 = settled(limit.run(task('low1'), { priority: 0, sources: ['a'] }))
+    const low2 = settled(limit.run(task('low2'), { priority: 0, sources: ['b'] }))
+    const high = settled(limit.run(task('high'), { priority: 2, sources: ['c'] }))
+    release()
+    await first
+    expect(await Promise.all([low1, low2, high])).toEqual(['ran', 'refused', 'ran'])
+    expect(order).toEqual(['high', 'low1'])
+  })
+
+  it('refuses a newcomer of the source holding the most, and gives another source its place', async () => {
+    const { limit, release, first } = await busyLimit(3)
+    const runs = ['a', 'a', 'a', 'a', 'b'].map((source) => settled(limit.run(async () => undefined, { priority: 0, sources: [source] })))
+    release()
+    await first
+    // The fourth 'a' finds the queue full and 'a' holding it all: refused; 'b' takes the newest 'a''s place.
+    expect(await Promise.all(runs)).toEqual(['ran', 'ran', 'refused', 'refused', 'ran'])
+  })
+})

@@ -1,6 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { CounterLimit, CounterStore, Reservation, Settlement } from '../../lib/counter-store.js'
-import type { FamiliarPlaces } from './familiar-places.js'
+import { addressKeys as defaultAddressKeys, type AddressKeys } from '../../lib/client-address.js'
+import type { Admission } from '../../lib/concurrency-limit.js'
+import type { Familiarity, FamiliarIds, FamiliarPlaces } from './familiar-places.js'
 import { throttled } from './throttled.js'
 import { Waiters } from './waiters.js'
 
@@ -34,6 +36,10 @@ const throttledFor = (waitMs: number, reason: ThrottleReason): Error => Object.a
 
 /** One attempt's place in flight, taken before its password is checked. */
 export interface LoginReservation {
+  /** How familiar the source is to the account. */
+  readonly familiarity: Familiarity
+  /** Its place in the password-hashing queue: familiar addresses, then places, first; fair per network and account. */
+  readonly admission: Admission
   /** The password was right: clear the client's failures and give back the place. */
   succeeded(): Promise<void>
   /** The password was checked and refused: the place becomes a failure on every counter. */
@@ -47,9 +53,11 @@ export interface LoginReservation {
  * attempt is counted before its password is checked and stays counted when it fails; windows
  * expire, so the rightful owner is never locked out for good.
  *
- * Per e-mail, a place the account logged in from recently (FamiliarPlaces) has a budget of its
- * own, apart from the one all other places share (Entra's smart lockout): guesses from anywhere
- * else cannot lock the owner out of their usual places, and stay limited per account.
+ * Per e-mail, an address the account logged in from recently (FamiliarPlaces) has a budget of its
+ * own, then its place (/24, /64) one of its own, apart from the one all other places share (Entra's
+ * smart lockout): guesses from anywhere else, the owner's /24 included, cannot lock the owner out
+ * of their usual address, and stay limited per account. Addresses are counted by addressKey (an
+ * IPv6 /64 is one subscriber).
  *
  * An attempt that finds a limit held only by attempts in flight waits for them (up to
  * `burstWaitMs`) instead of being refused: once one succeeds and clears the client's failures, the
@@ -64,18 +72,22 @@ export class LoginThrottle {
     private readonly store: CounterStore,
     private readonly limits: ThrottleLimits,
     private readonly places: FamiliarPlaces,
+    private readonly addresses: AddressKeys = defaultAddressKeys(),
   ) {
     this.waiters = new Waiters(store)
   }
 
-  /** The account's counter is the familiar place's own when `familiarPlace` is given. */
-  private keys(clientIp: string, email: string, familiarPlace: string | undefined) {
+  /** The account's counter is the familiar address's own, else the familiar place's, else the strangers'. */
+  private keys(clientIp: string, email: string, ids: FamiliarIds | undefined, familiarity: Familiarity) {
     const account = digest(email)
-    return {
-      client: `client:${clientIp}:${account}`,
-      account: familiarPlace === undefined ? `account:${account}` : `familiar-account:${familiarPlace}`,
-      address: `address:${clientIp}`,
-    }
+    const address = this.addresses.key(clientIp)
+    const accountKey =
+      familiarity === 'address'
+        ? `familiar-address:${ids!.address}`
+        : familiarity === 'place'
+          ? `familiar-account:${ids!.place}`
+          : `account:${account}`
+    return { client: `client:${address}:${account}`, account: accountKey, address: `address:${address}` }
   }
 
   /**
@@ -83,9 +95,9 @@ export class LoginThrottle {
    * with Retry-After when failures hold one, or when those in flight outlast the wait.
    */
   async reserve(clientIp: string, email: string): Promise<LoginReservation> {
-    const place = this.places.id(email, clientIp)
-    const familiar = place !== undefined && (await this.places.isFamiliar(place))
-    const keys = this.keys(clientIp, email, familiar ? place : undefined)
+    const ids = this.places.ids(email, clientIp)
+    const familiarity = await this.places.familiarity(ids)
+    const keys = this.keys(clientIp, email, ids, familiarity)
     const counters = [
       { key: keys.client, limit: this.limits.perClient },
       { key: keys.account, limit: this.limits.perAccount },
@@ -97,7 +109,7 @@ export class LoginThrottle {
     let placeOn: string | undefined
     for (;;) {
       const result = await this.look(attempt, counters, placeOn)
-      if (result.outcome === 'reserved') return this.reservation(attempt, counters, place)
+      if (result.outcome === 'reserved') return this.reservation(attempt, counters, ids, familiarity, this.admission(clientIp, email, familiarity))
       if (result.outcome === 'blocked') throw throttledFor(result.waitMs, 'failures')
       const remainingMs = deadline - performance.now()
       // They are being checked now: one more attempt gets through in about a second.
@@ -121,7 +133,19 @@ export class LoginThrottle {
   }
 
   /** `counters`: the client's, the account's (or familiar place's) and the address's, in this order. */
-  private reservation(attempt: string, counters: CounterLimit[], place: string | undefined): LoginReservation {
+  /** The network is the place (/24, /64): one household or office shares its turn in the queue. */
+  private admission(clientIp: string, email: string, familiarity: Familiarity): Admission {
+    const priority = familiarity === 'address' ? 2 : familiarity === 'place' ? 1 : 0
+    return { priority, sources: [`network:${this.addresses.place(clientIp)}`, `account:${digest(email)}`] }
+  }
+
+  private reservation(
+    attempt: string,
+    counters: CounterLimit[],
+    ids: FamiliarIds | undefined,
+    familiarity: Familiarity,
+    admission: Admission,
+  ): LoginReservation {
     const settle = async (client: Settlement, others: Settlement) => {
       try {
         await this.store.settle(
@@ -136,9 +160,11 @@ export class LoginThrottle {
       }
     }
     return {
-      // The place is familiar from now on, for LOGIN_FAMILIAR_TTL from this login.
+      familiarity,
+      admission,
+      // The address and its place are familiar from now on, for LOGIN_FAMILIAR_TTL from this login.
       succeeded: async () => {
-        await Promise.all([settle('cleared', 'returned'), place === undefined ? undefined : this.places.remember(place)])
+        await Promise.all([settle('cleared', 'returned'), ids === undefined ? undefined : this.places.remember(ids)])
       },
       failed: () => settle('failed', 'failed'),
       cancelled: () => settle('returned', 'returned'),

@@ -1,16 +1,36 @@
 import type { CounterLimit, CounterStore, Release, ReleaseListener, Reservation, Settlement } from '../../lib/counter-store.js'
 
-/** One process's counters; bounded so that a flood of distinct keys cannot exhaust memory. */
+/** What an eviction took: a counter below its limit (noise), a counter at its limit, or a familiar place's mark. */
+export type EvictedKind = 'counter' | 'blocked' | 'familiar'
+
+export type EvictionListener = (kind: EvictedKind, count: number) => void
+
+/** Share of the keys evicted at once when full, so that a flood pays one scan per hundredth of the store. */
+const EVICTED_SHARE = 0.01
+
+/**
+ * One process's counters; bounded so that a flood of distinct keys cannot exhaust memory. When full
+ * it evicts by value, not age (issue 42 item 9): counters below their limit first, the lowest
+ * counts and the oldest first; a counter at its limit last. Marks (familiar places) apart: the
+ * least renewed first, and among those the newest, so that a flood of new places cannot push out
+ * the ones accounts keep coming back from.
+ */
 export class MemoryCounterStore implements CounterStore {
-  private readonly failures = new Map<string, { count: number; expiresAt: number }>()
+  private readonly failures = new Map<string, { count: number; limit: number; expiresAt: number }>()
   /** Per key, the attempts in flight and when their lease ends; an entry only while one is. */
   private readonly inFlight = new Map<string, Map<string, number>>()
-  /** Marks and when they end, the latest made last, so that the oldest go first when full. */
-  private readonly marks = new Map<string, number>()
+  /** Marks, when they end and how many times they were made. */
+  private readonly marks = new Map<string, { endsAt: number; renewals: number }>()
   private readonly listeners: ReleaseListener[] = []
+  private readonly evictionListeners: EvictionListener[] = []
   private releases = 0
 
   constructor(private readonly maxKeys = 100_000) {}
+
+  /** Evictions are worth a metric and a log line: they mean the store is too small for the traffic (or a flood). */
+  onEvicted(listener: EvictionListener): void {
+    this.evictionListeners.push(listener)
+  }
 
   // No await between the check and the counting: atomic within the event loop.
   async reserve(attempt: string, counters: CounterLimit[], leaseMs: number): Promise<Reservation> {
@@ -31,11 +51,11 @@ export class MemoryCounterStore implements CounterStore {
   }
 
   async settle(attempt: string, counters: (CounterLimit & { settlement: Settlement })[], windowMs: number): Promise<void> {
-    for (const { key, settlement } of counters) {
+    for (const { key, limit, settlement } of counters) {
       const attempts = this.inFlight.get(key)
       attempts?.delete(attempt)
       if (attempts?.size === 0) this.inFlight.delete(key)
-      if (settlement === 'failed') this.countFailure(key, windowMs)
+      if (settlement === 'failed') this.countFailure(key, limit, windowMs)
       else if (settlement === 'cleared') this.failures.delete(key)
     }
     for (const { key, limit, settlement } of counters) {
@@ -79,25 +99,28 @@ export class MemoryCounterStore implements CounterStore {
   }
 
   async isMarked(key: string): Promise<boolean> {
-    const endsAt = this.marks.get(key)
-    if (endsAt !== undefined && endsAt <= Date.now()) this.marks.delete(key)
-    return endsAt !== undefined && endsAt > Date.now()
+    const mark = this.marks.get(key)
+    if (mark !== undefined && mark.endsAt <= Date.now()) this.marks.delete(key)
+    return mark !== undefined && mark.endsAt > Date.now()
   }
 
   async mark(key: string, ttlMs: number): Promise<void> {
+    const mark = this.marks.get(key)
+    const renewals = mark !== undefined && mark.endsAt > Date.now() ? mark.renewals + 1 : 1
     this.marks.delete(key)
-    if (this.marks.size >= this.maxKeys) this.marks.delete(this.marks.keys().next().value!)
-    this.marks.set(key, Date.now() + ttlMs)
+    if (this.marks.size >= this.maxKeys) this.evictMarks()
+    this.marks.set(key, { endsAt: Date.now() + ttlMs, renewals })
   }
 
-  private countFailure(key: string, windowMs: number) {
+  private countFailure(key: string, limit: number, windowMs: number) {
     const entry = this.unexpired(key)
     if (entry) {
       entry.count += 1
+      entry.limit = limit
       return
     }
-    if (this.failures.size >= this.maxKeys) this.evictExpiredOrOldest()
-    this.failures.set(key, { count: 1, expiresAt: Date.now() + windowMs })
+    if (this.failures.size >= this.maxKeys) this.evictFailures()
+    this.failures.set(key, { count: 1, limit, expiresAt: Date.now() + windowMs })
   }
 
   /** Attempts in flight on `key` whose lease has not ended. */
@@ -129,10 +152,46 @@ export class MemoryCounterStore implements CounterStore {
     return entry
   }
 
-  private evictExpiredOrOldest() {
+  /** Expired counters, then the least worth keeping: below their limit before at it, low counts and old ones first. */
+  private evictFailures() {
     const now = Date.now()
     for (const [key, entry] of this.failures) if (entry.expiresAt <= now) this.failures.delete(key)
-    const oldest = this.failures.keys().next()
-    if (this.failures.size >= this.maxKeys && !oldest.done) this.failures.delete(oldest.value)
+    const excess = this.failures.size - this.maxKeys + Math.max(1, Math.floor(this.maxKeys * EVICTED_SHARE))
+    if (excess <= 0) return
+    const worth = ([, entry]: [string, { count: number; limit: number; expiresAt: number }]) => [
+      entry.count >= entry.limit ? 1 : 0,
+      entry.count,
+      entry.expiresAt,
+    ]
+    const evicted = leastWorth([...this.failures], worth, excess)
+    const blocked = evicted.filter(([, entry]) => entry.count >= entry.limit).length
+    for (const [key] of evicted) this.failures.delete(key)
+    this.report('counter', evicted.length - blocked)
+    this.report('blocked', blocked)
   }
+
+  /** Expired marks, then the least renewed, newest first: the places accounts return to outlive a flood of new ones. */
+  private evictMarks() {
+    const now = Date.now()
+    for (const [key, mark] of this.marks) if (mark.endsAt <= now) this.marks.delete(key)
+    const excess = this.marks.size - this.maxKeys + Math.max(1, Math.floor(this.maxKeys * EVICTED_SHARE))
+    if (excess <= 0) return
+    const evicted = leastWorth([...this.marks], ([, mark]) => [mark.renewals, -mark.endsAt], excess)
+    for (const [key] of evicted) this.marks.delete(key)
+    this.report('familiar', evicted.length)
+  }
+
+  private report(kind: EvictedKind, count: number) {
+    if (count > 0) for (const listener of this.evictionListeners) listener(kind, count)
+  }
+}
+
+/** The `count` entries of least worth, compared element by element. */
+function leastWorth<T>(entries: T[], worth: (entry: T) => number[], count: number): T[] {
+  const ranked = entries.map((entry) => ({ entry, rank: worth(entry) }))
+  ranked.sort((a, b) => {
+    for (let index = 0; index < a.rank.length; index++) if (a.rank[index] !== b.rank[index]) return a.rank[index]! - b.rank[index]!
+    return 0
+  })
+  return ranked.slice(0, count).map(({ entry }) => entry)
 }
