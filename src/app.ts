@@ -6,7 +6,7 @@ import { EXAMPLES_KEYWORD } from '../schemas/responses.js'
 import authRoutes from './auth/plugin.js'
 import { AddressFailureLimit } from './auth/throttle/address-failure-limit.js'
 import type { CounterStore } from './lib/counter-store.js'
-import { addressKeys } from './lib/client-address.js'
+import { addressKey, addressKeys } from './lib/client-address.js'
 import type { Redis } from 'ioredis'
 import { FallbackCounterStore } from './auth/throttle/fallback-counter-store.js'
 import { FamiliarPlaces, familiarPlacesKey } from './auth/throttle/familiar-places.js'
@@ -219,6 +219,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     poolWaiting: () => database.pool?.waitingCount ?? 0,
     fleetSecret: config.jwt.algorithm === 'HS256' ? config.jwt.secret : config.jwt.privateKey,
     watchEventLoop: database.kind === 'postgres',
+    addressKey: (address) => addressKey(address, config.addressIpv6Prefix),
   })
   await app.register(databasePlugin, { db: database.db, owned: options.database === undefined, problems: database.problems, probe: database.probe })
   await app.register(docsPlugin, { publicBaseUrl: config.publicBaseUrl })

@@ -4,7 +4,6 @@ import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
 import type { FairnessSettings, RateClass } from '../config.js'
 import { problem } from '../lib/problem.js'
-import { addressKey } from './address.js'
 import { routeFairness, type Priority, type RouteFairness } from './classes.js'
 import { rateLimitField, rateLimitPolicyField, type QuotaState } from './headers.js'
 import { InFlightLimits, KnownMembers, RateLimits, RefusedAddresses, type Subject } from './limits.js'
@@ -34,6 +33,8 @@ export interface FairnessOptions {
   fleetSecret: string
   /** Whether the event loop's delay is the instance's load (not on the embedded database). */
   watchEventLoop: boolean
+  /** The key a client address is counted under (src/lib/client-address.ts: an IPv6 /64 is one client). */
+  addressKey: (address: string) => string
 }
 
 const rateLimited = (waitMs: number, detail: string) => {
@@ -61,7 +62,7 @@ function sendQuotas(reply: FastifyReply, states: QuotaState[]): void {
  * window (429 rate_limited) and to its requests at once; an address that keeps sending 401s is
  * refused before its tokens are verified.
  */
-async function fairnessPlugin(app: FastifyInstance, { settings, redis, poolWaiting, fleetSecret, watchEventLoop }: FairnessOptions) {
+async function fairnessPlugin(app: FastifyInstance, { settings, redis, poolWaiting, fleetSecret, watchEventLoop, addressKey }: FairnessOptions) {
   const rates = new RateLimits(windowStore(app, redis, fleetSecret), settings)
   const inFlight = new InFlightLimits()
   const members = new KnownMembers()

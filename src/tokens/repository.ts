@@ -240,11 +240,11 @@ export async function revokeFamilyOnReuse(db: Db, jti: string, familyId: string)
 /** Whether `jti` is still the current refresh token of its live family: the session is as the answer that gave it left it. */
 export async function isCurrentRefreshToken(db: Db, familyId: string, jti: string): Promise<boolean> {
   const row = await db
-    .selectFrom('token_families')
-    .select('id')
-    .where('id', '=', familyId)
+    .selectFrom('token_family_rotations')
+    .select('family_id')
+    .where('family_id', '=', familyId)
     .where('current_refresh_jti', '=', jti)
-    .where('revoked_at', 'is', null)
+    .where('family_revoked_at', 'is', null)
     .executeTakeFirst()
   return row !== undefined
 }

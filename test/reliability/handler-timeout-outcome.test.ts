@@ -137,15 +137,21 @@ describe.skipIf(!databaseUrl)('a login or a refresh answered 503 at HANDLER_TIME
     const { db } = await testDatabase()
     const family = await db
       .selectFrom('token_families')
+      .innerJoin('token_family_rotations', 'token_family_rotations.family_id', 'token_families.id')
       .select(['id', 'current_refresh_jti'])
       .where('user_id', '=', DEMO.users.alice)
       .executeTakeFirstOrThrow()
-    const body = await whileRowHeld('SELECT id FROM token_families WHERE id = $1 FOR UPDATE', family.id, async () =>
+    // A rotation writes the family's rotation row (migration 0016): held, the refresh waits on it.
+    const body = await whileRowHeld('SELECT family_id FROM token_family_rotations WHERE family_id = $1 FOR UPDATE', family.id, async () =>
       problemOf(await bounded.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh } }), 503, 'service_unavailable'),
     )
     expect(body.detail).toBe('The service is temporarily unavailable; try again shortly.')
     await new Promise((resolve) => setTimeout(resolve, 500))
-    const after = await db.selectFrom('token_families').select('current_refresh_jti').where('id', '=', family.id).executeTakeFirstOrThrow()
+    const after = await db
+      .selectFrom('token_family_rotations')
+      .select('current_refresh_jti')
+      .where('family_id', '=', family.id)
+      .executeTakeFirstOrThrow()
     expect(after.current_refresh_jti).toBe(family.current_refresh_jti)
     // The token is still the family's current one: its refresh is a rotation, not a retry.
     expect((await unbounded.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh } })).statusCode).toBe(200)
