@@ -361,11 +361,14 @@ export async function startHaCluster(nodesOrCount: number | HaNodeOptions[] = 3)
     // JSON is YAML: what this machine changes, merged over the file above by Patroni (a folder of configuration files).
     const overlay = {
       restapi: { listen: `127.0.0.1:${node.apiPort}` },
-      bootstrap: { dcs: TEST_TIMINGS },
+      // No repository here: archiving and restores from it are test/topology/restore.test.ts's.
+      bootstrap: { dcs: { ...TEST_TIMINGS, postgresql: { parameters: { archive_command: '/bin/true' } } } },
       postgresql: {
         listen: `127.0.0.1:${node.pgPort}`,
         bin_dir: POSTGRES_BIN_DIR,
         pgpass: path.join(node.dir, 'pgpass'),
+        create_replica_methods: ['basebackup'],
+        recovery_conf: { restore_command: '/bin/false' },
         parameters: { unix_socket_directories: node.dir, ...node.options.parameters },
       },
       ...(node.options.tags ? { tags: node.options.tags } : {}),
