@@ -18,7 +18,7 @@ fi
 started=$(date -u +%FT%TZ)
 pgbackrest --stanza="$stanza" --type="$type" backup
 # The newest backup, as the repository itself describes it (what a restore would use).
-newest=$(pgbackrest --stanza="$stanza" --output=json info | jq -c '.[0].backup[-1] | {label, type, start: .timestamp.start, stop: .timestamp.stop, size: .info.size, repo_size: .info.repository.delta}')
+newest=$(pgbackrest --stanza="$stanza" --output=json info | jq -c '.[0].backup[-1] | {label: .label, type: .type, start: .timestamp.start, stop: .timestamp.stop, size: .info.size, repo_size: .info.repository.delta}')
 psql_ -v newest="$newest" <<'SQL'
 CREATE SCHEMA IF NOT EXISTS backup;
 CREATE TABLE IF NOT EXISTS backup.runs (
