@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { rm } from 'node:fs/promises'
+import { rename, rm, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEMO } from '../../db/seed/ids.js'
@@ -62,6 +62,9 @@ describe.skipIf(unavailable !== undefined)(
     const beforeT: Write[] = []
     const afterT: Write[] = []
     let tokenAfterT = ''
+    let metricsPort = 0
+    /** Writes acknowledged from the repository's outage on: none may be lost but the last archive_timeout's. */
+    const sinceOutage: Write[] = []
 
     const port = (server: ServerProcess) => Number(new URL(server.baseUrl).port)
     const startService = async (databasePort: number, env: Record<string, string> = {}) => {
@@ -159,7 +162,8 @@ describe.skipIf(unavailable !== undefined)(
         [EXTRA_SELLERS],
         DATABASE,
       )
-      service = await startService(primary, { METRICS_PORT: String(await freePort()) })
+      metricsPort = await freePort()
+      service = await startService(primary, { METRICS_PORT: String(metricsPort) })
       alice = await demoAccessToken(port(service), 'alice@acme.example')
       bob = await demoAccessToken(port(service), 'bob@beta.example')
     }, 180_000)
@@ -226,6 +230,122 @@ describe.skipIf(unavailable !== undefined)(
       process.stderr.write(
         `restore drill: ${beforeT.length} writes acknowledged before the restore point (during the full backup), ${afterT.length} after it; restored ${restore.output.trim().split('\n')[0]}\n`,
       )
+    }, 180_000)
+
+    it('refuses a restore target outside the window, without the passphrase or with a wrong one, in one line, restoring nothing', async () => {
+      const target = path.join(cluster.root, 'refused')
+      const restore = (at: string, env: Record<string, string> = {}) => cluster.run('bash', [scriptPath('restore.sh'), at, target], env)
+      const lines = async (at: string, env?: Record<string, string>) => {
+        const run = await restore(at, env)
+        return `${run.code} ${run.output.trim()}`
+      }
+      const window = /the repository restores from \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+00 to \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+00; nothing was restored$/
+      expect(await lines('2020-01-01 00:00:00+00')).toMatch(
+        new RegExp(`^2 restore.sh: 2020-01-01 00:00:00\\+00 is outside the window: ${window.source}`),
+      )
+      const later = new Date(Date.now() + 3_600_000).toISOString()
+      expect(await lines(later)).toMatch(window)
+      expect(await lines('yesterday-ish')).toBe("2 restore.sh: 'yesterday-ish' is not a time, latest or name:<restore point>; nothing was restored")
+      expect(await lines('latest', { PGBACKREST_REPO1_CIPHER_PASS: '' })).toBe(
+        "2 restore.sh: PGBACKREST_REPO1_CIPHER_PASS is not set (the repository's passphrase); nothing was restored",
+      )
+      expect(await lines('latest', { PGBACKREST_REPO1_CIPHER_PASS: 'not-the-passphrase' })).toBe(
+        '2 restore.sh: the repository does not decrypt: PGBACKREST_REPO1_CIPHER_PASS is wrong; nothing was restored',
+      )
+      await expect(stat(target)).rejects.toThrow()
+    }, 60_000)
+
+    it('goes on writing while the repository is unreachable: the archive queues, the service reports the failures, then catches up with nothing lost', async () => {
+      const primary = cluster.primary.port
+      const archiver = async () =>
+        (
+          await cluster.sql<{ failed: string; archived: string }>(
+            primary,
+            'SELECT failed_count::text AS failed, archived_count::text AS archived FROM pg_stat_archiver',
+          )
+        )[0]!
+      const metric = async (name: string) => {
+        const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+        const line = text.split('\n').find((candidate) => candidate.startsWith(`${name} `))
+        return line === undefined ? undefined : Number(line.split(' ')[1])
+      }
+      const failedBefore = Number((await archiver()).failed)
+      const repository = cluster.env.PGBACKREST_REPO1_PATH!
+      await rename(repository, `${repository}.away`)
+      let outageWrites: Write[] = []
+      try {
+        const failing = (async () => {
+          // A segment to push (the archiver tries at once, and again every second, three times).
+          await cluster.sql(primary, 'SELECT pg_switch_wal()')
+          await waitFor('an archiving failure', 60_000, async () => (Number((await archiver()).failed) > failedBefore ? true : undefined))
+          // The service's metrics say so: its last failure is later than its last success.
+          await waitFor('the failure in /metrics', 60_000, async () => {
+            const [failed, lastFailed, lastArchived] = await Promise.all([
+              metric('db_wal_archive_failed_count'),
+              metric('db_wal_archive_last_failed_timestamp_seconds'),
+              metric('db_wal_archive_last_archived_timestamp_seconds'),
+            ])
+            return failed! > failedBefore && lastFailed! > lastArchived! ? true : undefined
+          })
+        })()
+        outageWrites = await writeUntil(service, failing)
+      } finally {
+        await rename(`${repository}.away`, repository)
+      }
+      sinceOutage.push(...outageWrites)
+      const [{ wal }] = (await cluster.sql<{ wal: string }>(primary, 'SELECT pg_walfile_name(pg_switch_wal()) AS wal')) as [{ wal: string }]
+      await cluster.waitArchived(primary, wal)
+      expect(outageWrites.length).toBeGreaterThan(0)
+      const check = await cluster.run('pgbackrest', ['--stanza=receivables', 'check'])
+      expect(check.code, check.output).toBe(0)
+      process.stderr.write(`restore drill: ${outageWrites.length} writes acknowledged while the repository was away; archive caught up to ${wal}\n`)
+    }, 120_000)
+
+    it('restores the whole cluster after every node is lost: the writes of the last archive_timeout at most are missing (RPO), the first 2xx within the RTO', async () => {
+      const primary = cluster.primary
+      // Writes until two more segments are archived (archive_timeout at work), then the machine is lost.
+      const [{ archived }] = (await cluster.sql<{ archived: number }>(
+        primary.port,
+        'SELECT archived_count::int AS archived FROM pg_stat_archiver',
+      )) as [{ archived: number }]
+      let lostAt = 0
+      const lost = (async () => {
+        await waitFor('two segments archived by archive_timeout', 60_000, async () => {
+          const [row] = await cluster.sql<{ archived: number }>(primary.port, 'SELECT archived_count::int AS archived FROM pg_stat_archiver')
+          return row!.archived >= archived + 2 ? true : undefined
+        })
+        lostAt = Date.now()
+        await cluster.kill(primary.dataDir)
+        await rm(primary.dataDir, { recursive: true, force: true })
+      })()
+      const written = await writeUntil(service, lost)
+      sinceOutage.push(...written.filter((write) => write.acknowledgedAt! <= lostAt))
+
+      const restoreStartedAt = Date.now()
+      const target = path.join(cluster.root, 'restored-latest')
+      const restore = await cluster.run('bash', [scriptPath('restore.sh'), 'latest', target])
+      expect(restore.code, restore.output).toBe(0)
+      const restoredPort = await cluster.start(target)
+      const restored = await startService(restoredPort)
+      const firstOk = await waitFor('the first 2xx on the restored cluster', 60_000, async () => {
+        const answer = await request(port(restored), { path: '/api/company/v1/get-user-companies', headers: { authorization: `Bearer ${alice}` } })
+        return answer.status === 200 ? Date.now() : undefined
+      })
+      const restoreMs = firstOk - restoreStartedAt
+
+      const found = new Set(await present(restoredPort, sinceOutage))
+      const missing = sinceOutage.filter((write) => !found.has(write))
+      const oldestMissing = Math.min(...missing.map((write) => write.acknowledgedAt!))
+      const rpoMs = missing.length === 0 ? 0 : lostAt - oldestMissing
+      const verify = await cluster.run('pgbackrest', ['--stanza=receivables', 'verify'])
+      process.stderr.write(
+        `restore drill: whole-cluster loss with archive_timeout ${ARCHIVE_TIMEOUT_S} s: ${missing.length} of ${sinceOutage.length} acknowledged writes missing, ` +
+          `the oldest acknowledged ${missing.length ? rpoMs : 0} ms before the loss (RPO); first 2xx ${restoreMs} ms after the restore started (RTO)\n`,
+      )
+      // Nothing older than archive_timeout (plus the push's own time on a loaded machine) is lost.
+      expect(rpoMs).toBeLessThanOrEqual(ARCHIVE_TIMEOUT_S * 1000 + 10_000)
+      expect(written.length).toBeGreaterThan(missing.length)
+      expect(verify.code, verify.output).toBe(0)
     }, 180_000)
   },
 )
