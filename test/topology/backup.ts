@@ -83,7 +83,8 @@ function runAs(command: string, args: string[], env: Record<string, string>, tim
     child.stdout.on('data', (chunk: Buffer) => (output += String(chunk)))
     child.stderr.on('data', (chunk: Buffer) => (output += String(chunk)))
     const killer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
-    child.on('exit', (code) => {
+    // 'close', not 'exit': the output is all read by then.
+    child.on('close', (code) => {
       clearTimeout(killer)
       resolve({ code, output })
     })
