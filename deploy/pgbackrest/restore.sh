@@ -7,6 +7,9 @@
 # archive_mode off: it archives into the repository only once it is the primary (docs/runbook.md,
 # "Restoring to a point in time").
 set -euo pipefail
+# The passphrase and retention (pgbackrest.env), unless the environment has them already.
+env_file=${PGBACKREST_ENV_FILE:-/etc/pgbackrest/pgbackrest.env}
+if [ -z "${PGBACKREST_REPO1_CIPHER_PASS+set}" ] && [ -r "$env_file" ]; then set -a && . "$env_file" && set +a; fi
 usage="usage: restore.sh latest|'YYYY-MM-DD HH:MM:SS+00'|name:<restore point> NEW_DATA_DIR [pgbackrest options]"
 target=${1:?$usage}
 dir=${2:?$usage}
