@@ -65,6 +65,8 @@ describe.skipIf(unavailable !== undefined)(
     let metricsPort = 0
     /** Writes acknowledged from the repository's outage on: none may be lost but the last archive_timeout's. */
     const sinceOutage: Write[] = []
+    /** Those acknowledged while the repository was away: archived once it is back, so none lost. */
+    const duringOutage: Write[] = []
 
     const port = (server: ServerProcess) => Number(new URL(server.baseUrl).port)
     const startService = async (databasePort: number, env: Record<string, string> = {}) => {
@@ -293,6 +295,7 @@ describe.skipIf(unavailable !== undefined)(
         await rename(`${repository}.away`, repository)
       }
       sinceOutage.push(...outageWrites)
+      duringOutage.push(...outageWrites)
       const [{ wal }] = (await cluster.sql<{ wal: string }>(primary, 'SELECT pg_walfile_name(pg_switch_wal()) AS wal')) as [{ wal: string }]
       await cluster.waitArchived(primary, wal)
       expect(outageWrites.length).toBeGreaterThan(0)
@@ -345,6 +348,9 @@ describe.skipIf(unavailable !== undefined)(
       // Nothing older than archive_timeout (plus the push's own time on a loaded machine) is lost.
       expect(rpoMs).toBeLessThanOrEqual(ARCHIVE_TIMEOUT_S * 1000 + 10_000)
       expect(written.length).toBeGreaterThan(missing.length)
+      expect(duringOutage.filter((write) => !found.has(write))).toEqual([])
+      // A small database: its restore, recovery and the service's start, generously bounded on a loaded machine.
+      expect(restoreMs).toBeLessThan(120_000)
       expect(verify.code, verify.output).toBe(0)
     }, 180_000)
   },
