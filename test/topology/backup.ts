@@ -72,7 +72,7 @@ export interface ArchivedCluster {
   stop(): Promise<void>
 }
 
-function runAs(command: string, args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<CommandRun> {
+export function runAs(command: string, args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<CommandRun> {
   return new Promise((resolve) => {
     const child = spawn(command, args, {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', ...env },
