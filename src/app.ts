@@ -38,6 +38,7 @@ import requestDeadline from './plugins/request-deadline.js'
 import { KeyQuota } from './idempotency/quota.js'
 import { jwksRoutes } from './auth/routes.js'
 import metricsPlugin from './plugins/metrics.js'
+import { readBackupStatus } from './observability/backup-status.js'
 import securityHeaders from './plugins/security-headers.js'
 import tenancyPlugin from './tenancy/plugin.js'
 import { openReplicaReads } from './tenancy/replica-reads.js'
@@ -201,7 +202,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addContentTypeParser('application/json', { parseAs: 'string' }, wellFormedJsonParser(app))
   await app.register(metricsPlugin, { requests: config.metricsPort !== undefined })
   // A database the caller opened (the tests share one) is theirs to observe.
-  if (database.pool && !options.database && config.metricsPort !== undefined) database.pool.onAcquire = app.metrics.databasePool(database.pool)
+  if (database.pool && !options.database && config.metricsPort !== undefined) {
+    database.pool.onAcquire = app.metrics.databasePool(database.pool)
+    app.metrics.backupStatus(() => readBackupStatus(database.db))
+  }
   await app.register(forwardedForCheck, { config })
   warnOfPerInstanceState(app.log, config)
   await app.register(securityHeaders)

@@ -184,10 +184,21 @@ async function isUpToDate(db: Kysely<Database>, schema?: string): Promise<boolea
  * Applies pending migrations. `schema` keeps Kysely's bookkeeping tables in that schema: without it
  * the migrator looks for them in every schema of the database and may find another's.
  */
-export async function migrateToLatest(db: Kysely<Database>, schema?: string): Promise<string[]> {
+export async function migrateToLatest(db: Kysely<Database>, schema?: string, beforeApplying?: () => Promise<void>): Promise<string[]> {
   if (await isUpToDate(db, schema)) return []
+  await beforeApplying?.()
   const migrator = new Migrator({ db, provider: migrationProvider, ...(schema ? { migrationTableSchema: schema } : {}) })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName)
+}
+
+/**
+ * The primary's WAL position and time, to the second (rounded down): a point-in-time restore to it
+ * lands before whatever runs next (docs/runbook.md, "Restoring to a point in time").
+ */
+export async function walPosition(db: Kysely<Database>): Promise<{ lsn: string; at: string }> {
+  const { rows } = await sql<{ lsn: string; at: string }>`
+    SELECT pg_current_wal_lsn()::text AS lsn, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || '+00' AS at`.execute(db)
+  return rows[0]!
 }

@@ -12,6 +12,7 @@ import processResources from 'prom-client/lib/metrics/processResources.js'
 import processStartTime from 'prom-client/lib/metrics/processStartTime.js'
 import version from 'prom-client/lib/metrics/version.js'
 import type { ConcurrencyObserver } from '../lib/concurrency-limit.js'
+import type { BackupStatus } from './backup-status.js'
 
 /**
  * The service's Prometheus metrics, with prom-client (the ecosystem's client: exposition format,
@@ -236,6 +237,63 @@ export class ServiceMetrics {
       if (!child) bound.set(key, (child = reads.labels(target, reason)))
       child.inc()
     }
+  }
+
+  /**
+   * The primary's WAL archiving and backups (src/observability/backup-status.ts), read at a scrape at
+   * most every `maxAgeMs` and within `timeoutMs`: a failed or slow read keeps the last values (and a
+   * scrape never fails), so several instances cost the database one small query each per interval.
+   */
+  backupStatus(read: () => Promise<BackupStatus>, options = { maxAgeMs: 10_000, timeoutMs: 1_000 }): void {
+    let last: BackupStatus | undefined
+    let readAt = 0
+    let pending: Promise<void> | undefined
+    const refresh = async () => {
+      if (Date.now() - readAt < options.maxAgeMs) return
+      pending ??= (async () => {
+        let timer: NodeJS.Timeout | undefined
+        const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), options.timeoutMs)))
+        try {
+          const status = await Promise.race([read(), timeout])
+          if (status) [last, readAt] = [status, Date.now()]
+        } catch {
+          // The database unreachable: DatabaseUnavailable's business; the last values stay.
+        } finally {
+          clearTimeout(timer)
+          pending = undefined
+        }
+      })()
+      await pending
+    }
+    const gauge = (name: string, help: string, value: (status: BackupStatus) => number | null) =>
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        async collect() {
+          await refresh()
+          const current = last && value(last)
+          if (current === null || current === undefined) this.reset()
+          else this.set(current)
+        },
+      })
+    gauge(
+      'db_wal_archive_archived_count',
+      "WAL segments archive_command pushed since the statistics' reset (pg_stat_archiver).",
+      (s) => s.archivedCount,
+    )
+    gauge('db_wal_archive_failed_count', "Failed pushes of WAL segments since the statistics' reset (pg_stat_archiver).", (s) => s.failedCount)
+    gauge(
+      'db_wal_archive_last_archived_timestamp_seconds',
+      'When archive_command last pushed a WAL segment (pg_stat_archiver).',
+      (s) => s.lastArchivedAt,
+    )
+    gauge('db_wal_archive_last_failed_timestamp_seconds', 'When a push of a WAL segment last failed (pg_stat_archiver).', (s) => s.lastFailedAt)
+    gauge(
+      'db_backup_last_success_timestamp_seconds',
+      'When the newest backup that deploy/pgbackrest/backup.sh recorded (backup.runs) ended.',
+      (s) => s.lastBackupAt,
+    )
   }
 
   /**

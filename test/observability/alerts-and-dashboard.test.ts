@@ -202,6 +202,10 @@ describe('the alert rules and the dashboard against a real scrape (issue 29)', (
     const withReplicas = new ServiceMetrics()
     withReplicas.replicaReads([{ name: '10.0.0.12:5432', up: true, lagSeconds: 0 }])
     parseExposition(await withReplicas.registry.metrics(), exposition)
+    // The archive's and backups' gauges, as on a PostgreSQL primary (test/topology/restore.test.ts scrapes them for real).
+    const withBackups = new ServiceMetrics()
+    withBackups.backupStatus(async () => ({ archivedCount: 1, failedCount: 0, lastArchivedAt: 1, lastFailedAt: null, lastBackupAt: 1 }))
+    parseExposition(await withBackups.registry.metrics(), exposition)
 
     const rules = parseRules(await readFile(RULES, 'utf8'))
     const recorded = new Set(rules.flatMap((rule) => (rule.record ? [rule.record] : [])))

@@ -269,7 +269,25 @@ describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout
     const created = await runCommand('migrate', ['--create-database'], env)
     expect(created.stderr).toBe('')
     expect(created.code).toBe(0)
-    expect(created.stdout).toMatch(new RegExp(`^created database "${database}"\napplied: 0001_identity, `))
+    // Before anything is applied, where to restore to (issue 47): the primary's WAL position and time.
+    expect(created.stdout).toMatch(
+      new RegExp(
+        `^created database "${database}"\nbefore migrating: the primary's WAL at [0-9A-F]+/[0-9A-F]+, \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\+00 \\(a restore target: docs/runbook.md\\)\napplied: 0001_identity, `,
+      ),
+    )
+    const [, lsn, at] = /WAL at (\S+), (.+?) \(/.exec(created.stdout)!
+    const admin = new pg.Client({ connectionString: databaseUrl })
+    await admin.connect()
+    const [position] = (
+      await admin.query<{ before: boolean; ago: number }>(
+        'SELECT $1::pg_lsn < pg_current_wal_lsn() AS before, extract(epoch FROM now() - $2::timestamptz)::float8 AS ago',
+        [lsn, at],
+      )
+    ).rows
+    await admin.end()
+    expect(position!.before).toBe(true)
+    expect(position!.ago).toBeGreaterThanOrEqual(0)
+    expect(position!.ago).toBeLessThan(120)
     // Again: the database is there, nothing to do.
     const again = await runCommand('migrate', ['--create-database'], env)
     expect(again.stdout).toBe('database is up to date\n')

@@ -212,6 +212,10 @@ export interface HaCluster {
   haproxy(command: string): Promise<string>
   /** The last lines of each process's log, for a failure's message. */
   logs(lines?: number): Promise<string>
+  /** Node `index`'s Patroni log, whole. */
+  patroniLog(index: number): Promise<string>
+  /** With `pgbackrest`: pgBackRest's environment on node `index` (its repository, paths, port, passphrase). */
+  pgbackrestEnv(index: number): Record<string, string>
   /** Stops every process of the cluster and removes its folders. */
   stop(): Promise<void>
 }
@@ -281,7 +285,16 @@ function adminCommand(socketPath: string, command: string): Promise<string> {
 }
 
 /** Starts `count` nodes (or one per options entry): the first becomes the primary, the others its standbys. */
-export async function startHaCluster(nodesOrCount: number | HaNodeOptions[] = 3): Promise<HaCluster> {
+export interface HaClusterOptions {
+  /**
+   * Keep patroni.yml's archiving and replica creation as shipped (archive-push, the pgbackrest
+   * replica method, archive-get), with deploy/pgbackrest/pgbackrest.conf and a repository in the
+   * cluster's folder; otherwise they are off (no repository: archive_command /bin/true, basebackup).
+   */
+  pgbackrest?: boolean
+}
+
+export async function startHaCluster(nodesOrCount: number | HaNodeOptions[] = 3, clusterOptions: HaClusterOptions = {}): Promise<HaCluster> {
   const optionsList = typeof nodesOrCount === 'number' ? Array.from({ length: nodesOrCount }, () => ({})) : nodesOrCount
   const owner = nodeOwner()
   const root = await mkdtemp(path.join(tmpdir(), 'ha-'))
@@ -361,23 +374,45 @@ export async function startHaCluster(nodesOrCount: number | HaNodeOptions[] = 3)
     // JSON is YAML: what this machine changes, merged over the file above by Patroni (a folder of configuration files).
     const overlay = {
       restapi: { listen: `127.0.0.1:${node.apiPort}` },
-      bootstrap: { dcs: TEST_TIMINGS },
+      // Without a repository, archiving and restores from it are off (test/topology/restore.test.ts's).
+      bootstrap: { dcs: { ...TEST_TIMINGS, ...(repository ? {} : { postgresql: { parameters: { archive_command: '/bin/true' } } }) } },
       postgresql: {
         listen: `127.0.0.1:${node.pgPort}`,
         bin_dir: POSTGRES_BIN_DIR,
         pgpass: path.join(node.dir, 'pgpass'),
+        ...(repository ? {} : { create_replica_methods: ['basebackup'], recovery_conf: { restore_command: '/bin/false' } }),
         parameters: { unix_socket_directories: node.dir, ...node.options.parameters },
       },
       ...(node.options.tags ? { tags: node.options.tags } : {}),
     }
     await writeFile(path.join(conf, '50-harness.yml'), `${JSON.stringify(overlay, null, 2)}\n`)
+    const pgbackrestDirs = repository ? ['spool', 'log', 'lock'].map((name) => path.join(node.dir, name)) : []
+    for (const dir of pgbackrestDirs) await mkdir(dir, { recursive: true })
     if (owner) {
-      for (const file of [node.dir, conf, ...(await readdir(conf)).map((name) => path.join(conf, name))]) await chown(file, owner.uid, owner.gid)
+      for (const file of [node.dir, conf, ...pgbackrestDirs, ...(await readdir(conf)).map((name) => path.join(conf, name))])
+        await chown(file, owner.uid, owner.gid)
     }
   }
 
+  // pgbackrest.conf as shipped; this machine's folders, the node's port and the passphrase in pgBackRest's environment.
+  const repository = clusterOptions.pgbackrest ? { passphrase: randomBytes(24).toString('base64') } : undefined
+  const pgbackrestEnv = (node: HaNode): Record<string, string> =>
+    repository
+      ? {
+          PGBACKREST_CONFIG: path.join(root, 'pgbackrest.conf'),
+          PGBACKREST_REPO1_PATH: path.join(root, 'repo'),
+          PGBACKREST_REPO1_CIPHER_PASS: repository.passphrase,
+          PGBACKREST_SPOOL_PATH: path.join(node.dir, 'spool'),
+          PGBACKREST_LOG_PATH: path.join(node.dir, 'log'),
+          PGBACKREST_LOCK_PATH: path.join(node.dir, 'lock'),
+          PGBACKREST_PG1_PATH: node.dataDir,
+          PGBACKREST_PG1_PORT: String(node.pgPort),
+          PGBACKREST_PG1_SOCKET_PATH: node.dir,
+        }
+      : {}
+
   const startPatroni = (node: HaNode) => {
-    const env = { HOME: node.dir, ...patroniEnvironment(node, `127.0.0.1:${etcdClient}`, passwords) }
+    const env = { HOME: node.dir, ...patroniEnvironment(node, `127.0.0.1:${etcdClient}`, passwords), ...pgbackrestEnv(node) }
     const child = spawnLogged('patroni', [path.join(node.dir, 'conf')], env, path.join(node.dir, 'patroni.log'), true)
     const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()))
     patronis.set(node.index, { child, exited })
@@ -539,6 +574,8 @@ export async function startHaCluster(nodesOrCount: number | HaNodeOptions[] = 3)
       }
     },
     logs,
+    patroniLog: (index) => readFile(path.join(nodes[index]!.dir, 'patroni.log'), 'utf8'),
+    pgbackrestEnv: (index) => pgbackrestEnv(nodes[index]!),
     async stop() {
       process.removeListener('exit', killAll)
       if (haproxy?.pid) signal(haproxy.pid, 'SIGKILL')
@@ -561,6 +598,11 @@ export async function startHaCluster(nodesOrCount: number | HaNodeOptions[] = 3)
 
   try {
     if (owner) await chown(root, owner.uid, owner.gid)
+    if (repository) {
+      await writeFile(path.join(root, 'pgbackrest.conf'), await readFile(path.resolve('deploy/pgbackrest/pgbackrest.conf')))
+      await mkdir(path.join(root, 'repo'))
+      if (owner) await chown(path.join(root, 'repo'), owner.uid, owner.gid)
+    }
     await startEtcd()
     for (const node of nodes) await writeNodeFiles(node)
     // The first node bootstraps the cluster (initdb); the others clone it (pg_basebackup) once it leads.
