@@ -39,6 +39,12 @@ const asArray = (value: Json | undefined): Json[] => (value === undefined ? [] :
  */
 type Direction = 'request' | 'response'
 
+/** The document's paths by their spelling without a trailing slash: the service answers `/a/` as `/a` (src/app.ts). */
+function bySlashlessPath(paths: Json | undefined): Map<string, { path: string; item: Json }> {
+  const entries = isObject(paths) ? Object.entries(paths) : []
+  return new Map(entries.map(([path, item]) => [path.length > 1 ? path.replace(/\/+$/, '') : path, { path, item }]))
+}
+
 class Comparison {
   readonly changes: Change[] = []
   constructor(
@@ -243,9 +249,14 @@ class Comparison {
   }
 
   compare(): Change[] {
-    const [pathsBefore, pathsAfter] = [isObject(this.before.paths) ? this.before.paths : {}, isObject(this.after.paths) ? this.after.paths : {}]
-    for (const path of new Set([...Object.keys(pathsBefore), ...Object.keys(pathsAfter)])) {
-      const [b, a] = [pathsBefore[path], pathsAfter[path]]
+    const [pathsBefore, pathsAfter] = [bySlashlessPath(this.before.paths), bySlashlessPath(this.after.paths)]
+    for (const key of new Set([...pathsBefore.keys(), ...pathsAfter.keys()])) {
+      const [spelledBefore, spelledAfter] = [pathsBefore.get(key), pathsAfter.get(key)]
+      const [b, a] = [spelledBefore?.item, spelledAfter?.item]
+      const path = spelledAfter?.path ?? spelledBefore?.path ?? key
+      if (spelledBefore && spelledAfter && spelledBefore.path !== spelledAfter.path) {
+        this.add('minor', path, `spelled ${spelledBefore.path} before: the service answers both (ignoreTrailingSlash)`)
+      }
       for (const method of METHODS) {
         const [opBefore, opAfter] = [isObject(b) ? b[method] : undefined, isObject(a) ? a[method] : undefined]
         const where = `${method.toUpperCase()} ${path}`

@@ -86,6 +86,16 @@ describe('the classification (docs/versioning.md)', () => {
     ).toBe('minor')
   })
 
+  it('a path spelled with or without its trailing slash is the same operation (the service answers both): minor, not removed and added', () => {
+    const moved = changesAfter((document) => {
+      document.paths['/api/auth/v1/token/'] = document.paths['/api/auth/v1/token']
+      delete document.paths['/api/auth/v1/token']
+    })
+    expect(moved).toEqual([
+      { level: 'minor', where: '/api/auth/v1/token/', what: 'spelled /api/auth/v1/token before: the service answers both (ignoreTrailingSlash)' },
+    ])
+  })
+
   it('a removed route or response property, a new required request property, a new success status are major', () => {
     expect(levelOf(changesAfter((document) => delete document.paths['/api/auth/v1/login']))).toBe('major')
     const success = (document: Document) => token(document).responses['200'].content['application/json'].schema

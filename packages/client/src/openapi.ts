@@ -264,7 +264,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/webhook/esign/{secret}": {
+    "/webhook/esign/{secret}/": {
         parameters: {
             query?: never;
             header?: never;
