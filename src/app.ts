@@ -28,6 +28,7 @@ import { gatewayCheck, GATEWAY_CHECK, requestIdGenerator, traceChildLoggerFactor
 import marketplaceRoutes from './marketplace/routes.js'
 import authenticationPlugin from './tokens/authentication.js'
 import databasePlugin from './plugins/database.js'
+import deprecationPlugin from './plugins/deprecation.js'
 import docsPlugin from './plugins/docs.js'
 import drainingPlugin from './plugins/draining.js'
 import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
@@ -187,6 +188,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   if (database.pool && !options.database && config.metricsPort !== undefined) database.pool.onAcquire = app.metrics.databasePool(database.pool)
   await app.register(forwardedForCheck, { config })
   await app.register(securityHeaders)
+  await app.register(deprecationPlugin)
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
   // HANDLER_TIMEOUT (src/plugins/request-deadline.ts): never a hung request, POSTs included.
