@@ -121,6 +121,10 @@ describe('the commands on the embedded database', { timeout: SLOW }, () => {
     const link = await runCommand('confirmation-link', ['maria@legacy.example'], { ...env, LEGACY_SECRET_KEY: LEGACY_KEY })
     expect(link.code).toBe(0)
     expect(link.stdout).toMatch(/^\/api\/registration\/v1\/confirm-migration-account\/[\w-]+\/[\w-]+\n$/)
+    const dryRun = await runCommand('retention', ['--dry-run'], env)
+    expect(dryRun.stdout).toMatch(/^dry run, nothing deleted: \d+ token families, \d+ webhook deliveries, \d+ idempotency keys would be deleted\n$/)
+    const unknown = await runCommand('retention', ['--dryrun'], env)
+    expect([unknown.code, unknown.stderr]).toEqual([2, 'unknown argument --dryrun; usage: npm run retention [-- --dry-run]\n'])
     const confirmed = await runCommand('confirmation-link', ['lucas@legacy.example'], { ...env, LEGACY_SECRET_KEY: LEGACY_KEY })
     expect(confirmed.code).toBe(1)
     expect(expectOneLine(confirmed)).toBe(
