@@ -50,7 +50,7 @@ const PUBLIC_CASES: Record<string, PublicCase> = {
     ...example,
     url: confirmationPath((await findUserForLink(db, MARIA.email))!, TEST_SECRETS.LEGACY_SECRET_KEY),
   }),
-  'POST /webhook/esign/{secret}/': async ({ example }) => ({ ...example, url: `/webhook/esign/${encodeURIComponent(WEBHOOK_SECRET)}/` }),
+  'POST /webhook/esign/{secret}': async ({ example }) => ({ ...example, url: `/webhook/esign/${encodeURIComponent(WEBHOOK_SECRET)}/` }),
 }
 
 /** Statements only other data reaches. */
