@@ -101,11 +101,12 @@ export const OTHER_VARIABLES = {
   OTEL_TRACES_SAMPLER: 'the OpenTelemetry SDK',
   OTEL_TRACES_SAMPLER_ARG: 'the OpenTelemetry SDK',
   PGOPTIONS: 'the PostgreSQL connections (libpq convention)',
+  PGUSER: "the commands' database user when DATABASE_URL names none (libpq convention)",
   UV_THREADPOOL_SIZE: 'libuv, and the password hashing bound',
 } as const
 
 /** Read only to tell a deployment that still sets them that they are no longer read: not in .env.example. */
 export const RETIRED_VARIABLES = ['ALLOW_DEMO_SECRETS'] as const
 
-/** Read, but set by the system rather than an operator (npm, the login shell, libpq's user): not in .env.example. */
-export const AMBIENT_VARIABLES = ['USER', 'PGUSER', 'npm_lifecycle_event', 'npm_package_version'] as const
+/** Read, but set by the system rather than an operator (npm, the login shell): not in .env.example. */
+export const AMBIENT_VARIABLES = ['USER', 'npm_lifecycle_event', 'npm_package_version'] as const

@@ -29,6 +29,7 @@ export const PROBLEM_CODES = {
   duplicate_customer: 409,
   idempotency_key_in_use: 409,
   idempotency_replay_expired: 409,
+  gone: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   idempotency_key_reused: 422,

@@ -175,6 +175,12 @@ export const Problems = {
     detail: 'This action is for a buyer company role.',
     when: 'The company role is of the other kind',
   },
+  gone: {
+    status: 410,
+    code: 'gone',
+    detail: 'This operation was removed at its sunset date; the Link header names its replacement.',
+    when: 'After the sunset date of this deprecated operation (docs/versioning.md)',
+  },
   notFound: {
     status: 404,
     code: 'not_found',

@@ -1,8 +1,8 @@
 // `npm run openapi:check [-- <document.json>] [--changelog <file>]`: compares the OpenAPI document the service publishes
 // now (or the file given, e.g. dist/openapi.json) with the last release's (docs/openapi/<version>.json,
 // committed with each release), lists each change with the version it needs by docs/versioning.md,
-// and fails when the document changed without an entry under CHANGELOG.md's [Unreleased], or
-// when package.json's version is not bumped as far as the changes need (a breaking change: major).
+// and the version the next release needs; fails when the document changed without an entry under
+// CHANGELOG.md's [Unreleased], or when package.json's version is not the last release's.
 import { readdir, readFile } from 'node:fs/promises'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
@@ -38,6 +38,12 @@ const asArray = (value: Json | undefined): Json[] => (value === undefined ? [] :
  * the client reads a response (sending less variety is compatible, more breaks).
  */
 type Direction = 'request' | 'response'
+
+/** The document's paths by their spelling without a trailing slash: the service answers `/a/` as `/a` (src/app.ts). */
+function bySlashlessPath(paths: Json | undefined): Map<string, { path: string; item: Json }> {
+  const entries = isObject(paths) ? Object.entries(paths) : []
+  return new Map(entries.map(([path, item]) => [path.length > 1 ? path.replace(/\/+$/, '') : path, { path, item }]))
+}
 
 class Comparison {
   readonly changes: Change[] = []
@@ -243,9 +249,14 @@ class Comparison {
   }
 
   compare(): Change[] {
-    const [pathsBefore, pathsAfter] = [isObject(this.before.paths) ? this.before.paths : {}, isObject(this.after.paths) ? this.after.paths : {}]
-    for (const path of new Set([...Object.keys(pathsBefore), ...Object.keys(pathsAfter)])) {
-      const [b, a] = [pathsBefore[path], pathsAfter[path]]
+    const [pathsBefore, pathsAfter] = [bySlashlessPath(this.before.paths), bySlashlessPath(this.after.paths)]
+    for (const key of new Set([...pathsBefore.keys(), ...pathsAfter.keys()])) {
+      const [spelledBefore, spelledAfter] = [pathsBefore.get(key), pathsAfter.get(key)]
+      const [b, a] = [spelledBefore?.item, spelledAfter?.item]
+      const path = spelledAfter?.path ?? spelledBefore?.path ?? key
+      if (spelledBefore && spelledAfter && spelledBefore.path !== spelledAfter.path) {
+        this.add('minor', path, `spelled ${spelledBefore.path} before: the service answers both (ignoreTrailingSlash)`)
+      }
       for (const method of METHODS) {
         const [opBefore, opAfter] = [isObject(b) ? b[method] : undefined, isObject(a) ? a[method] : undefined]
         const where = `${method.toUpperCase()} ${path}`
@@ -299,11 +310,16 @@ const compareVersions = (a: string, b: string): number => {
   return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]
 }
 
-/** CHANGELOG.md's releases, newest first, and the entries (`- ` lines) under [Unreleased]. */
-export function readChangelog(text: string): { releases: string[]; unreleased: string[] } {
+/** CHANGELOG.md's releases, newest first, and the entries (`- ` lines) under [Unreleased], and its `### ` headings. */
+export function readChangelog(text: string): { releases: string[]; unreleased: string[]; unreleasedHeadings: string[] } {
   const releases = [...text.matchAll(/^## \[(\d+\.\d+\.\d+)\]/gm)].map((match) => match[1] ?? '')
   const section = /^## \[Unreleased\]\s*$([\s\S]*?)(?=^## \[|(?![\s\S]))/m.exec(text)?.[1] ?? ''
-  return { releases, unreleased: section.split('\n').filter((line) => line.startsWith('- ')) }
+  const lines = section.split('\n')
+  return {
+    releases,
+    unreleased: lines.filter((line) => line.startsWith('- ')),
+    unreleasedHeadings: lines.flatMap((line) => /^### (.+)$/.exec(line)?.slice(1) ?? []),
+  }
 }
 
 export interface ReleaseState {
@@ -316,34 +332,38 @@ export interface ReleaseState {
   changelog: string
 }
 
-/** The changes since the last release, and what is wrong with the way they are recorded (nothing: []). */
-export function checkRelease(state: ReleaseState): { changes: Change[]; problems: string[] } {
+/**
+ * The changes since the last release, the version the next release needs (undefined: none), and
+ * what is wrong with the way they are recorded (nothing: []). package.json says the last release
+ * until the next one's commit (docs/versioning.md, "Releases").
+ */
+export function checkRelease(state: ReleaseState): { changes: Change[]; next: string | undefined; problems: string[] } {
   const changes = compareDocuments(state.releasedDocument, state.document)
-  const { releases, unreleased } = readChangelog(state.changelog)
+  const { releases, unreleased, unreleasedHeadings } = readChangelog(state.changelog)
   const problems: string[] = []
   if (releases[0] !== state.released) {
     problems.push(`CHANGELOG.md's last release is ${releases[0] ?? 'none'}, but docs/openapi/ holds the document of ${state.released}`)
   }
-  if (compareVersions(state.version, state.released) < 0) {
-    problems.push(`package.json's version ${state.version} is older than the last release, ${state.released}`)
+  if (state.version !== state.released) {
+    problems.push(
+      `package.json's version ${state.version} is not the last release, ${state.released}: it changes in a release's commit only (docs/versioning.md)`,
+    )
   }
   const level = levelOf(changes)
-  if (!level) return { changes, problems }
+  if (!level) return { changes, next: undefined, problems }
   if (unreleased.length === 0) {
     problems.push(
       `the OpenAPI document changed since ${state.released} (${changes.length} changes, ${level}) but CHANGELOG.md has no entry ` +
         'under [Unreleased]: say there what a partner sees change (docs/versioning.md)',
     )
   }
-  const needed = nextVersion(state.released, level === 'patch' ? 'patch' : level)
-  if (level !== 'patch' && compareVersions(state.version, needed) < 0) {
+  if (level === 'major' && !unreleasedHeadings.includes('Removed')) {
     problems.push(
-      level === 'major'
-        ? `a breaking change since ${state.released} needs version ${needed} (package.json) and, for the routes it breaks, a new path version beside the old (docs/versioning.md); it is ${state.version}`
-        : `a new feature since ${state.released} needs version ${needed} or later (package.json); it is ${state.version}`,
+      `a breaking change since ${state.released} (the next release: ${nextVersion(state.released, 'major')}) needs its entry under ` +
+        '### Removed in [Unreleased], after its deprecation, and for the routes it breaks a new path version beside the old (docs/versioning.md)',
     )
   }
-  return { changes, problems }
+  return { changes, next: nextVersion(state.released, level), problems }
 }
 
 const RELEASES = new URL('../docs/openapi/', import.meta.url)
@@ -364,11 +384,10 @@ async function main(args: string[]): Promise<void> {
   const released = await releasedDocument()
   const { version } = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
   const changelog = await readFile(values.changelog ?? new URL('../CHANGELOG.md', import.meta.url), 'utf8')
-  const { changes, problems } = checkRelease({ released: released.version, releasedDocument: released.document, version, document, changelog })
+  const { changes, next, problems } = checkRelease({ released: released.version, releasedDocument: released.document, version, document, changelog })
   const out = (line: string) => process.stdout.write(`${line}\n`)
-  out(
-    `OpenAPI document against release ${released.version}: ${changes.length === 0 ? 'unchanged' : `${changes.length} changes, ${levelOf(changes)}`}`,
-  )
+  const summary = changes.length === 0 ? 'unchanged' : `${changes.length} changes, ${levelOf(changes)}: the next release is ${next}`
+  out(`OpenAPI document against release ${released.version}: ${summary}`)
   for (const change of changes.filter((item) => item.level !== 'patch')) out(`  ${change.level}  ${change.where}: ${change.what}`)
   const texts = changes.filter((item) => item.level === 'patch')
   // Text changes are many and say little each: counted, the first few shown.

@@ -19,7 +19,47 @@ const HEADER = `/**
 export async function clientTypes(document: Record<string, unknown>): Promise<string> {
   // openapiTS validates with Redocly's minimal rules; the recommended ones run in npm run lint:openapi.
   const ast = await openapiTS(document as unknown as Parameters<typeof openapiTS>[0], { silent: true })
-  return HEADER + astToString(ast)
+  return HEADER + astToString(ast) + errorCodeTable(document)
+}
+
+type Node = Record<string, unknown>
+const isNode = (value: unknown): value is Node => typeof value === 'object' && value !== null
+
+/** The `code` values a problem schema allows (its `enum`s and `const`s, through local `$ref`s and `allOf`). */
+function codesOf(document: Node, schema: unknown, depth = 0): string[] {
+  if (!isNode(schema) || depth > 16) return []
+  if (typeof schema.$ref === 'string') {
+    const target = schema.$ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce<unknown>((node, key) => (isNode(node) ? node[key] : undefined), document)
+    return codesOf(document, target, depth + 1)
+  }
+  const code = isNode(schema.properties) ? schema.properties.code : undefined
+  const own = isNode(code) ? [...(Array.isArray(code.enum) ? code.enum : []), ...(code.const === undefined ? [] : [code.const])] : []
+  const parts = Array.isArray(schema.allOf) ? schema.allOf.flatMap((part) => codesOf(document, part, depth + 1)) : []
+  return [...own, ...parts].filter((value): value is string => typeof value === 'string')
+}
+
+/**
+ * ERROR_CODES: each operation's documented problem codes, for the client to tell at run time a code
+ * it knows from one a newer API added (packages/client/src/errors.ts).
+ */
+function errorCodeTable(document: Node): string {
+  const lines: string[] = []
+  for (const item of Object.values(isNode(document.paths) ? document.paths : {})) {
+    for (const operation of Object.values(isNode(item) ? item : {})) {
+      if (!isNode(operation) || typeof operation.operationId !== 'string') continue
+      const responses = Object.values(isNode(operation.responses) ? operation.responses : {})
+      const schemas = responses.map((response) => (isNode(response) ? response.content : undefined))
+      const problems = schemas.map((content) =>
+        isNode(content) && isNode(content['application/problem+json']) ? content['application/problem+json'].schema : undefined,
+      )
+      const codes = [...new Set(problems.flatMap((schema) => codesOf(document, schema)))].sort()
+      lines.push(`  ${operation.operationId}: ${JSON.stringify(codes)},`)
+    }
+  }
+  return `\n/** The problem codes each operation documents (any status). */\nexport const ERROR_CODES = {\n${lines.join('\n')}\n} as const satisfies Record<keyof operations, readonly string[]>\n`
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -27,6 +27,7 @@ import { gatewayCheck, GATEWAY_CHECK, requestIdGenerator, traceChildLoggerFactor
 import marketplaceRoutes from './marketplace/routes.js'
 import authenticationPlugin from './tokens/authentication.js'
 import databasePlugin from './plugins/database.js'
+import deprecationPlugin from './plugins/deprecation.js'
 import docsPlugin from './plugins/docs.js'
 import drainingPlugin from './plugins/draining.js'
 import errorsPlugin, { handleFrameworkError } from './plugins/errors.js'
@@ -209,6 +210,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(forwardedForCheck, { config })
   warnOfPerInstanceState(app.log, config)
   await app.register(securityHeaders)
+  await app.register(deprecationPlugin)
   await app.register(fastifySensible)
   await app.register(errorsPlugin)
   await app.register(singleHostHeader)

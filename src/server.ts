@@ -10,6 +10,8 @@ import { checkPortsBindable, portInUse } from './lib/port-check.js'
 import { lowerHelperThreadPriority } from './lib/thread-priority.js'
 import { listenAndAnnounce } from './observability/start-line.js'
 import { startMetricsServer } from './plugins/metrics.js'
+import { confirmationPath } from './registration/confirmation.js'
+import { listPendingUsers } from './registration/repository.js'
 
 /**
  * OpenTelemetry, only when an OTLP endpoint is configured: loaded before the app is built, so that
@@ -61,6 +63,17 @@ async function demoAccountsAtStart(app: FastifyInstance, config: Config): Promis
   return accounts
 }
 
+/**
+ * The embedded demo only: a confirmation link (route 10) for each migrated account awaiting one, as
+ * `npm run confirmation-link` prints, which cannot open the folder while the service holds it.
+ */
+async function announceDemoConfirmationLinks(app: FastifyInstance, config: Config, url: string): Promise<void> {
+  for (const user of await listPendingUsers(app.db)) {
+    const link = `${config.publicBaseUrl ?? url}${confirmationPath(user, config.legacySecretKey)}`
+    app.log.info({ email: user.email, link }, `demo confirmation link (route 10) for ${user.email}: ${link}`)
+  }
+}
+
 /** Entry point: validate the environment, build the app, listen, and shut down gracefully. */
 async function main(): Promise<void> {
   let config
@@ -103,7 +116,8 @@ async function main(): Promise<void> {
   try {
     // The embedded database is the demo: its login is printed with the URL.
     const login = config.databaseUrl === undefined ? { email: 'alice@acme.example', password: DEMO_PASSWORD } : undefined
-    await listenAndAnnounce(app, config, { login, accounts: demoAccounts })
+    const url = await listenAndAnnounce(app, config, { login, accounts: demoAccounts })
+    if (login && config.demoData) await announceDemoConfirmationLinks(app, config, url)
     if (config.metricsPort !== undefined) await startMetricsServer(app, config.metricsPort, config.metricsHost)
   } catch (error) {
     exitIfPortInUse(error, config)

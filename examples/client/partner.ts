@@ -9,7 +9,7 @@
  *   npx tsx examples/client/partner.ts [http://localhost:3000]
  */
 import { pathToFileURL } from 'node:url'
-import { ApiClient, type FetchLike, type Retry, type RetryOptions } from '../../packages/client/src/index.js'
+import { ApiClient, ApiError, ConnectionError, type FetchLike, type Retry, type RetryOptions } from '../../packages/client/src/index.js'
 
 export interface PartnerRun {
   companies: string[]
@@ -115,10 +115,19 @@ export async function syncCustomer(
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   // Demo data: bob of Fundo Beta FIDC (buyer) looks at Acme's KYC and at Acme's listed title 1.
-  const run = await runPartner(
-    process.argv[2] ?? 'http://localhost:3000',
-    { email: 'bob@beta.example', password: 'Demo#2026!' },
-    { sellerId: '30000000-0000-4000-8000-000000000001', titleId: '50000000-0000-4000-8000-000000000001' },
-  )
-  console.log(JSON.stringify(run, null, 2))
+  const baseUrl = process.argv[2] ?? 'http://localhost:3000'
+  try {
+    const run = await runPartner(
+      baseUrl,
+      { email: 'bob@beta.example', password: 'Demo#2026!' },
+      { sellerId: '30000000-0000-4000-8000-000000000001', titleId: '50000000-0000-4000-8000-000000000001' },
+    )
+    console.log(JSON.stringify(run, null, 2))
+  } catch (error) {
+    // No answer, or an error answer: one line saying which, not a stack.
+    if (!(error instanceof ConnectionError || error instanceof ApiError)) throw error
+    const hint = error instanceof ConnectionError ? ` (is the service running at ${baseUrl}? npm start)` : ''
+    process.stderr.write(`partner: ${error.message}${hint}\n`)
+    process.exitCode = 1
+  }
 }

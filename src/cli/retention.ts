@@ -1,12 +1,13 @@
 import '../require-node.js'
 import { loadDatabaseSettings, parseDuration } from '../config.js'
-import { runRetention, type RetentionOptions } from '../retention/retention.js'
+import { countRetention, runRetention, type RetentionOptions } from '../retention/retention.js'
 import { CommandError, describeDatabaseWork, openCommandDatabase, parseFlags, runCommand } from './common.js'
 
 /**
  * `npm run retention`: deletes, in small batches, token families that ended and webhook deliveries
  * past their retention (src/retention/retention.ts). Reads only the database location and its own
  * settings, so that it runs with the database credentials alone (no JWT or webhook secrets).
+ * `--dry-run` counts what it would delete and deletes nothing.
  */
 function options(env: NodeJS.ProcessEnv): RetentionOptions {
   const duration = (name: string, fallback: string) => {
@@ -28,7 +29,7 @@ function options(env: NodeJS.ProcessEnv): RetentionOptions {
   }
 }
 
-parseFlags(process.argv.slice(2), [], 'npm run retention')
+const flags = parseFlags(process.argv.slice(2), ['--dry-run'], 'npm run retention [-- --dry-run]')
 
 // A failure is one line naming the cause and the fix (src/cli/common.ts), like the other commands.
 await runCommand('retention', async () => {
@@ -36,7 +37,12 @@ await runCommand('retention', async () => {
   const settings = loadDatabaseSettings()
   const handle = await openCommandDatabase(settings)
   try {
-    await runRetention(handle.db, retention, (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`))
+    if (flags.has('--dry-run')) {
+      const would = await countRetention(handle.db, retention)
+      process.stdout.write(
+        `dry run, nothing deleted: ${would.tokenFamilies} token families, ${would.webhookDeliveries} webhook deliveries, ${would.idempotencyKeys} idempotency keys would be deleted\n`,
+      )
+    } else await runRetention(handle.db, retention, (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`))
   } catch (error) {
     throw describeDatabaseWork(settings, error)
   } finally {

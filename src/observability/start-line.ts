@@ -14,9 +14,9 @@ export interface DemoAtStart {
  * Listens, and says so in one line a person can act on: the URL to open (localhost when bound to
  * every interface), the API docs, and on the embedded demo database the demo login; in production
  * on a database holding demo accounts (ALLOW_DEMO_DATA=true) that line is a warning naming them.
- * Fastify's own lines (one per network interface) are kept out of the log meanwhile.
+ * Fastify's own lines (one per network interface) are kept out of the log meanwhile. Answers the URL.
  */
-export async function listenAndAnnounce(app: FastifyInstance, config: Config, demo: DemoAtStart = {}): Promise<void> {
+export async function listenAndAnnounce(app: FastifyInstance, config: Config, demo: DemoAtStart = {}): Promise<string> {
   const level = app.log.level
   if (['info', 'debug', 'trace'].includes(level)) app.log.level = 'warn'
   try {
@@ -38,4 +38,5 @@ export async function listenAndAnnounce(app: FastifyInstance, config: Config, de
       `${line}: DEMO DATA IN PRODUCTION (ALLOW_DEMO_DATA=true), anyone can log in as its users: ${accounts.join(', ')}`,
     )
   } else app.log.info({ url, docs: `${url}/docs` }, line)
+  return url
 }

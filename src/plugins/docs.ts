@@ -8,6 +8,9 @@ import { HEADER_REQUIRED } from '../../schemas/responses.js'
 
 const bearer = [{ [BEARER_SCHEME]: [] }]
 
+/** The `<style>` inside Swagger UI's logo SVG (swagger-ui-bundle.js), which its own policy omits. */
+const LOGO_STYLE_HASH = 'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='
+
 type OpenApiDocument = { paths?: Record<string, Record<string, Record<string, unknown>>> }
 type HeaderObject = { required?: boolean; schema?: Record<string, unknown> }
 type Responses = Record<string, { headers?: Record<string, HeaderObject> }>
@@ -89,10 +92,15 @@ export default fp(
       await docs.register(fastifySwaggerUi, {
         routePrefix: '/docs',
         transformSpecification: (document: Record<string, unknown>) => ({ ...document, servers }),
-        // swagger-ui's own policy, with hashes of its inline scripts; the page may not be framed,
-        // and it keeps the scheme it was served with (TLS ends at the gateway).
+        // swagger-ui's own policy, with hashes of its inline scripts and of the <style> its logo's
+        // SVG carries (test/platform/docs-browser.test.ts fails on any violation); the page may not
+        // be framed, and it keeps the scheme it was served with (TLS ends at the gateway).
         staticCSP: true,
-        transformStaticCSP: (policy) => policy.replace("frame-ancestors 'self'", "frame-ancestors 'none'").replace(' upgrade-insecure-requests;', ''),
+        transformStaticCSP: (policy) =>
+          policy
+            .replace("frame-ancestors 'self'", "frame-ancestors 'none'")
+            .replace(' upgrade-insecure-requests;', '')
+            .replace("style-src 'self'", `style-src 'self' '${LOGO_STYLE_HASH}'`),
       })
     })
   },

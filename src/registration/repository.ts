@@ -28,6 +28,11 @@ export function lockPendingUser(db: Db, uid: DecodedUid): Promise<PendingUser | 
   return selectPendingUser(db, uid).forUpdate().executeTakeFirst()
 }
 
+/** Every migrated account still awaiting confirmation (the embedded demo prints their links at start). */
+export function listPendingUsers(db: Db): Promise<(PendingUser & { email: string })[]> {
+  return db.selectFrom('users').select(PENDING_USER_COLUMNS).where('migration_state', '=', 'pending').orderBy('email').execute()
+}
+
 /** The user behind an e-mail, with their migration state, so the command line can say why it makes no link. */
 export function findUserForLink(db: Db, email: string): Promise<(PendingUser & Pick<User, 'migration_state'>) | undefined> {
   return db

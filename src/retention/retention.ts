@@ -24,6 +24,26 @@ export interface RetentionReport {
 
 type Progress = (line: string) => void
 
+/** The instants before which each table's rows go, taken once. */
+function cutoffs(options: RetentionOptions, now = Date.now()) {
+  return {
+    familyCut: new Date(now - options.tokenFamilyRetention * 1000),
+    deliveryCut: new Date(now - Math.max(options.webhookDeliveryRetention, options.webhookRetryWindow) * 1000),
+    keyCut: new Date(now - KEY_LIFETIME_SECONDS * 1000),
+  }
+}
+
+/** What runRetention would delete now, counted, deleting nothing (`npm run retention -- --dry-run`). */
+export async function countRetention(db: Db, options: RetentionOptions): Promise<RetentionReport> {
+  const { familyCut, deliveryCut, keyCut } = cutoffs(options)
+  const count = async (query: RawBuilder<{ count: string }>) => Number((await query.execute(db)).rows[0]?.count ?? 0)
+  return {
+    tokenFamilies: await count(sql`SELECT count(*) FROM token_families WHERE least(absolute_expires_at, revoked_at) < ${familyCut}`),
+    webhookDeliveries: await count(sql`SELECT count(*) FROM webhook_deliveries WHERE received_at < ${deliveryCut}`),
+    idempotencyKeys: await count(sql`SELECT count(*) FROM idempotency_keys WHERE created_at < ${keyCut}`),
+  }
+}
+
 /**
  * Runs `deleteBatch` (a DELETE of at most `batchSize` rows, its own statement: autocommit) until a
  * batch comes back short; `progress` hears after every batch.
@@ -45,10 +65,7 @@ async function deleteInBatches(db: Db, label: string, progress: Progress, delete
  * once, at the start.
  */
 export async function runRetention(db: Db, options: RetentionOptions, progress: Progress = () => undefined): Promise<RetentionReport> {
-  const now = Date.now()
-  const familyCut = new Date(now - options.tokenFamilyRetention * 1000)
-  const deliveryCut = new Date(now - Math.max(options.webhookDeliveryRetention, options.webhookRetryWindow) * 1000)
-  const keyCut = new Date(now - KEY_LIFETIME_SECONDS * 1000)
+  const { familyCut, deliveryCut, keyCut } = cutoffs(options)
   const limit = options.batchSize
   progress(`token families ended before ${familyCut.toISOString()}, webhook deliveries received before ${deliveryCut.toISOString()}`)
 

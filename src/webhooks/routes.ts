@@ -41,7 +41,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRouteOptions> = async (app
   app.route(
     publicRoute({
       method: 'POST',
-      url: '/webhook/esign/:secret',
+      url: '/webhook/esign/:secret/',
       schema: esignWebhookRouteSchema,
       bodyLimit: WEBHOOK_BODY_LIMIT,
       // Before the body is read: a wrong secret learns nothing, not even whether its body was acceptable.

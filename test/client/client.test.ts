@@ -77,7 +77,10 @@ describe('the client package against the service', () => {
       })
     const newer = await new ApiClient({ baseUrl: 'http://127.0.0.1:9', fetch: teapot }).getJsonWebKeySet().catch((e: unknown) => e)
     expect(newer).toBeInstanceOf(ApiError)
-    expect(newer).toMatchObject({ status: 418, code: 'brewing', detail: 'Short and stout.', kind: 'client' })
+    // Its code reaches the caller as `rawCode`; `code` says it is none this client knows.
+    expect(newer).toMatchObject({ status: 418, code: 'unknown', rawCode: 'brewing', detail: 'Short and stout.', kind: 'client' })
+    expect(String(newer)).toContain('418 brewing')
+    expect(error).toMatchObject({ code: 'not_found', rawCode: 'not_found' })
   })
 
   it('a lost answer to route 5 is sent again with the same key and replayed: one solicitation', async () => {

@@ -56,7 +56,9 @@ class DocumentChecker {
   /** Why the answer breaks the document, or undefined. */
   violation(answer: Answer): string | undefined {
     if (answer.route === undefined) return undefined
-    const path = answer.route.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/(.)\/$/, '$1')
+    // The route as declared (the webhook with its trailing slash), else without the slash.
+    const declared = answer.route.replace(/:([A-Za-z0-9_]+)/g, '{$1}')
+    const path = declared in this.document.paths ? declared : declared.replace(/(.)\/$/, '$1')
     const method = answer.method === 'HEAD' ? 'get' : answer.method.toLowerCase()
     const operation = this.document.paths[path]?.[method]
     if (!operation) return path.startsWith('/docs') ? undefined : `${method.toUpperCase()} ${path} is not in the document`

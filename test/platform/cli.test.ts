@@ -121,6 +121,10 @@ describe('the commands on the embedded database', { timeout: SLOW }, () => {
     const link = await runCommand('confirmation-link', ['maria@legacy.example'], { ...env, LEGACY_SECRET_KEY: LEGACY_KEY })
     expect(link.code).toBe(0)
     expect(link.stdout).toMatch(/^\/api\/registration\/v1\/confirm-migration-account\/[\w-]+\/[\w-]+\n$/)
+    const dryRun = await runCommand('retention', ['--dry-run'], env)
+    expect(dryRun.stdout).toMatch(/^dry run, nothing deleted: \d+ token families, \d+ webhook deliveries, \d+ idempotency keys would be deleted\n$/)
+    const unknown = await runCommand('retention', ['--dryrun'], env)
+    expect([unknown.code, unknown.stderr]).toEqual([2, 'unknown argument --dryrun; usage: npm run retention [-- --dry-run]\n'])
     const confirmed = await runCommand('confirmation-link', ['lucas@legacy.example'], { ...env, LEGACY_SECRET_KEY: LEGACY_KEY })
     expect(confirmed.code).toBe(1)
     expect(expectOneLine(confirmed)).toBe(
@@ -160,6 +164,32 @@ describe('the commands on the embedded database', { timeout: SLOW }, () => {
     expect(unseed.code).toBe(0)
     expect(unseed.stdout).toBe(UNSEED_DONE)
     expect((await runCommand('unseed', [], env)).stdout).toBe('no demo data; nothing to do\n')
+  })
+
+  it("the embedded demo's start prints each migrated user's confirmation link (route 10), which confirms while it serves (issue 44, item 4)", async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'receivables-demo-'))
+    const demo = await startServerProcess({ DATABASE_URL: '', PGLITE_DIR: path.join(dataDir, 'pglite') })
+    try {
+      const linkLine = async () => {
+        for (;;) {
+          const found = demo.output.find((line) => line.includes('demo confirmation link'))
+          if (found) return JSON.parse(found) as { email: string; link: string }
+          if (demo.child.exitCode !== null) throw new Error(demo.output.join('\n'))
+          await Promise.race([new Promise((resolve) => demo.child.stdout?.once('data', resolve)), demo.exited])
+        }
+      }
+      const { email, link } = await linkLine()
+      expect(email).toBe('maria@legacy.example')
+      expect(link).toMatch(new RegExp(`^${demo.baseUrl}/api/registration/v1/confirm-migration-account/[\\w-]+/[\\w-]+$`))
+      const confirm = await fetch(link, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ password: 'a-new-password-of-marias-own' }),
+      })
+      expect(confirm.status).toBe(201)
+    } finally {
+      await demo.cleanup()
+    }
   })
 
   it('names a data folder it cannot make, and the fix', async () => {
@@ -335,6 +365,8 @@ describe.runIf(serverUrl)('the commands on a fresh PostgreSQL server', { timeout
       expect(start?.level).toBe(40)
       expect(start?.msg).toContain(`DEMO DATA IN PRODUCTION (ALLOW_DEMO_DATA=true), anyone can log in as its users: ${DEMO_EMAILS.join(', ')}`)
       expect((await demoLogin(staging.baseUrl)).status).toBe(200)
+      // Demo accounts on a DATABASE_URL: their confirmation links are the operator's command's only.
+      expect(staging.output.filter((line) => line.includes('demo confirmation link'))).toEqual([])
       // The link confirmation-link printed, with the service's own key, is accepted.
       const confirm = await fetch(`${staging.baseUrl}${link.stdout.trim()}`, {
         method: 'POST',

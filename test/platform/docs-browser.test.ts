@@ -27,6 +27,8 @@ describe.skipIf(!existsSync(CHROMIUM))('/docs in a real browser', () => {
   let page: Page
   let baseUrl: string
   const failedRequests: string[] = []
+  /** What Chromium refused under the page's Content-Security-Policy (an inline style, a script). */
+  const cspViolations: string[] = []
 
   beforeAll(async () => {
     await ctx.app.listen({ port: 0, host: '127.0.0.1' })
@@ -36,6 +38,9 @@ describe.skipIf(!existsSync(CHROMIUM))('/docs in a real browser', () => {
     page.setDefaultTimeout(UI_TIMEOUT)
     // Swagger UI's own files must load under whatever security headers the service sends (a CSP).
     page.on('requestfailed', (request) => failedRequests.push(`${request.url()} ${request.failure()?.errorText ?? ''}`))
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text())
+    })
     page.on('response', (response) => {
       if (response.url().includes('/docs/') && response.status() >= 400) failedRequests.push(`${response.url()} ${response.status()}`)
     })
@@ -59,6 +64,7 @@ describe.skipIf(!existsSync(CHROMIUM))('/docs in a real browser', () => {
     await expect(page.locator('.info .title').textContent()).resolves.toContain('Receivables-advance platform API')
     await expect(page.locator('.info').textContent()).resolves.toContain('Getting started')
     expect(failedRequests).toEqual([])
+    expect(cspViolations).toEqual([])
     await snap('overview')
   })
 
@@ -89,6 +95,7 @@ describe.skipIf(!existsSync(CHROMIUM))('/docs in a real browser', () => {
     const companies = await tryItOut(page.locator('#operations-company-getUserCompanies'))
     expect(companies.status).toBe('200')
     expect(JSON.parse(companies.body)).toEqual([expect.objectContaining({ name: 'Acme Indústria Ltda' })])
+    expect(cspViolations).toEqual([])
     await snap('try-it-out')
   })
 

@@ -8,6 +8,7 @@ import type { paths } from '../../packages/client/src/openapi.js'
 import { buildTestApp, DEMO, DEMO_PASSWORD, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
 import { freePort } from '../helpers/ports.js'
+import { runProcess } from '../helpers/run-process.js'
 
 const ctx = useTestApp()
 
@@ -102,6 +103,16 @@ describe('the example partner program on the client package (examples/client)', 
     const rows = await db.selectFrom('customers').select(['name', 'created_at', 'updated_at']).where('id', '=', customer.id).execute()
     expect(rows).toHaveLength(1)
     expect(rows[0]!.updated_at.toISOString()).toBe(rows[0]!.created_at.toISOString())
+  })
+
+  it('against a stopped server ends in one line naming the address, not a stack (issue 44, item 7)', async () => {
+    const port = await freePort()
+    const run = await runProcess(process.execPath, ['--import', 'tsx', 'examples/client/partner.ts', `http://127.0.0.1:${port}`], {
+      PATH: process.env.PATH ?? '',
+    })
+    expect(run.code).toBe(1)
+    expect(run.stdout).toBe('')
+    expect(run.stderr).toBe(`partner: obtainTokenPair: no answer (fetch failed) (is the service running at http://127.0.0.1:${port}? npm start)\n`)
   })
 
   it("runs bob's flow in Node with the document's first server, PUBLIC_BASE_URL, as base URL (a relative one cannot)", async () => {

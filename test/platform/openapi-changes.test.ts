@@ -86,6 +86,16 @@ describe('the classification (docs/versioning.md)', () => {
     ).toBe('minor')
   })
 
+  it('a path spelled with or without its trailing slash is the same operation (the service answers both): minor, not removed and added', () => {
+    const moved = changesAfter((document) => {
+      document.paths['/api/auth/v1/token/'] = document.paths['/api/auth/v1/token']
+      delete document.paths['/api/auth/v1/token']
+    })
+    expect(moved).toEqual([
+      { level: 'minor', where: '/api/auth/v1/token/', what: 'spelled /api/auth/v1/token before: the service answers both (ignoreTrailingSlash)' },
+    ])
+  })
+
   it('a removed route or response property, a new required request property, a new success status are major', () => {
     expect(levelOf(changesAfter((document) => delete document.paths['/api/auth/v1/login']))).toBe('major')
     const success = (document: Document) => token(document).responses['200'].content['application/json'].schema
@@ -127,22 +137,31 @@ describe('the classification (docs/versioning.md)', () => {
 
 describe('the check', () => {
   it('fails when the document changed and [Unreleased] has no entry', () => {
-    expect(check(addRoute, '1.2.0', WITHOUT_ENTRY)).toEqual([
+    expect(check(addRoute, '1.1.0', WITHOUT_ENTRY)).toEqual([
       'the OpenAPI document changed since 1.1.0 (1 changes, minor) but CHANGELOG.md has no entry under [Unreleased]: say there what a partner sees change (docs/versioning.md)',
     ])
     expect(check(() => undefined, '1.1.0', WITHOUT_ENTRY)).toEqual([])
   })
 
-  it('fails when the version is lower than the changes need: a minor bump for a new route, a major one for a breaking change', () => {
-    expect(check(addRoute, '1.1.0', WITH_ENTRY)).toEqual(['a new feature since 1.1.0 needs version 1.2.0 or later (package.json); it is 1.1.0'])
-    expect(check(addRoute, '1.2.0', WITH_ENTRY)).toEqual([])
-    const removeLogin = (document: Document) => delete document.paths['/api/auth/v1/login']
-    expect(check(removeLogin, '1.2.0', WITH_ENTRY)).toEqual([
-      'a breaking change since 1.1.0 needs version 2.0.0 (package.json) and, for the routes it breaks, a new path version beside the old (docs/versioning.md); it is 1.2.0',
+  it("fails when package.json's version is not the last release's (it changes in a release's commit), and names the next release's", () => {
+    expect(check(addRoute, '1.2.0', WITH_ENTRY)).toEqual([
+      "package.json's version 1.2.0 is not the last release, 1.1.0: it changes in a release's commit only (docs/versioning.md)",
     ])
-    expect(check(removeLogin, '2.0.0', WITH_ENTRY)).toEqual([])
-    // Text alone needs an entry, not a version.
+    expect(check(addRoute, '1.1.0', WITH_ENTRY)).toEqual([])
+    const document = copy(released.document)
+    addRoute(document)
+    const state = { released: '1.1.0', releasedDocument: released.document, version: '1.1.0', document, changelog: WITH_ENTRY }
+    expect(checkRelease(state).next).toBe('1.2.0')
+    // Text alone needs an entry, and a patch release.
     expect(check((document) => (token(document).summary = 'Log in'), '1.1.0', WITH_ENTRY)).toEqual([])
+  })
+
+  it('fails on a breaking change unless [Unreleased] lists it under Removed', () => {
+    const removeLogin = (document: Document) => delete document.paths['/api/auth/v1/login']
+    expect(check(removeLogin, '1.1.0', WITH_ENTRY)).toEqual([
+      'a breaking change since 1.1.0 (the next release: 2.0.0) needs its entry under ### Removed in [Unreleased], after its deprecation, and for the routes it breaks a new path version beside the old (docs/versioning.md)',
+    ])
+    expect(check(removeLogin, '1.1.0', WITH_ENTRY.replace('### Added', '### Removed'))).toEqual([])
   })
 
   it('npm run openapi:check fails on a document changed without an entry, naming the change', async () => {

@@ -46,6 +46,23 @@ describe('the files a newcomer looks for', () => {
     expect(example).not.toMatch(/^[A-Z]/m)
   })
 
+  it("SECURITY.md says how to report a vulnerability and supports CHANGELOG.md's latest release", async () => {
+    const policy = await read('SECURITY.md')
+    expect(policy).toMatch(/^## Reporting a vulnerability$/m)
+    const latest = /^## \[(\d+)\.(\d+)\.\d+\]/m.exec(await read('CHANGELOG.md'))
+    expect(policy).toMatch(/^## Supported versions$/m)
+    expect(policy).toContain(`(${latest?.[1]}.${latest?.[2]}.x) | yes |`)
+  })
+
+  it('docs/operations.md has one retention heading, and the ApiInstanceDown runbook shows the exit status and the kernel log', async () => {
+    const headings = [...(await read('docs/operations.md')).matchAll(/^#+ (.*)$/gm)].map((match) => match[1] ?? '')
+    expect(headings.filter((heading) => /retention/i.test(heading))).toEqual(['Retention'])
+    const runbook = await read('docs/runbook.md')
+    const section = runbook.slice(runbook.indexOf('### ApiInstanceDown'), runbook.indexOf('### DatabaseUnavailable'))
+    expect(section).toContain('{{.State.ExitCode}}, OOMKilled {{.State.OOMKilled}}')
+    expect(section).toMatch(/journalctl -k .*oom-kill/)
+  })
+
   it('docs/configuration.md has a row for every setting of the service', async () => {
     const table = await read('docs/configuration.md')
     const named = [...table.matchAll(/^\|([^|]+)\|/gm)].flatMap((match) => {

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { describe, expect, it } from 'vitest'
-import { runRetention, type RetentionOptions } from '../../src/retention/retention.js'
+import { countRetention, runRetention, type RetentionOptions } from '../../src/retention/retention.js'
 import { DEMO, DEMO_PASSWORD, bearer, obtainTokens, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
 import { notification, postWebhook, sha256Hex } from '../webhooks/helpers.js'
@@ -38,6 +38,14 @@ describe('retention (npm run retention)', () => {
     const report = await runRetention(await db(), OPTIONS)
     expect(report.tokenFamilies).toBe(3)
     expect(await existing('token_families', [...gone, ...kept])).toEqual([...kept].sort())
+  })
+
+  it('--dry-run counts what a run would delete, and deletes nothing', async () => {
+    const ids = [await family(100, 30, null), await family(10, 30, null), await delivery(120, 1), await delivery(1, 2)]
+    const counted = await countRetention(await db(), OPTIONS)
+    expect(counted).toEqual({ tokenFamilies: 1, webhookDeliveries: 1, idempotencyKeys: 0 })
+    expect([...(await existing('token_families', ids)), ...(await existing('webhook_deliveries', ids))].sort()).toEqual([...ids].sort())
+    expect(await runRetention(await db(), OPTIONS)).toEqual(counted)
   })
 
   it('deletes webhook deliveries past the retention in batches, with progress, and keeps the younger ones', async () => {

@@ -66,10 +66,50 @@ function runAs(): { uid: number; gid: number } | undefined {
   return { uid, gid }
 }
 
+/** The pooler's configuration, as compose.yaml's image carries it. */
+export const POOLER_CONFIG = 'deploy/pgbouncer/pgbouncer.ini'
+
+export interface LocalPooler {
+  /** The PostgreSQL server's address. */
+  host: string
+  port: number
+  listenPort: number
+  /** The database's user (DB_USER in compose.yaml): the user list's and the console's. */
+  user: string
+  authFile: string
+  logFile: string
+}
+
+/**
+ * deploy/pgbouncer/pgbouncer.ini changed only where a deployment changes it (docs/deployment.md):
+ * the server's address (here `*`, every database name, for the tests' databases), the listening
+ * address and port, the user, the user list's and the log's paths. Each change must find its line.
+ * `settings` (a test's pool size, a version's max_prepared_statements) replace a line or are added.
+ */
+export function localPoolerConfig(text: string, pooler: LocalPooler, settings: Record<string, string> = {}): string {
+  let config = text
+  const change = (pattern: RegExp, replacement: string) => {
+    if (!pattern.test(config)) throw new Error(`${POOLER_CONFIG} no longer has ${pattern}: update test/topology/pgbouncer.ts`)
+    config = config.replace(pattern, replacement)
+  }
+  change(/^receivables = host=postgres port=5432 dbname=receivables$/m, `* = host=${pooler.host} port=${pooler.port}`)
+  change(/^listen_addr = .*$/m, 'listen_addr = 127.0.0.1')
+  change(/^listen_port = 6432$/m, `listen_port = ${pooler.listenPort}`)
+  change(/^auth_file = .*$/m, `auth_file = ${pooler.authFile}`)
+  change(/^stats_users = receivables$/m, `stats_users = ${pooler.user}`)
+  change(/^logfile =$/m, `logfile = ${pooler.logFile}`)
+  for (const [key, value] of Object.entries(settings)) {
+    const line = new RegExp(`^${key} = .*$`, 'm')
+    config = line.test(config) ? config.replace(line, `${key} = ${value}`) : `${config.trimEnd()}\n${key} = ${value}\n`
+  }
+  return config
+}
+
 /**
  * PgBouncer (`binary`, default `pgbouncerBinary()`: Debian's 1.18 unless PGBOUNCER_BINARY says
- * otherwise) in transaction mode in front of the server of `serverUrl` (trust authentication, as
- * the test server), its configuration, socket and log in a temporary folder.
+ * otherwise) on the shipped deploy/pgbouncer/pgbouncer.ini (localPoolerConfig) in front of the
+ * server of `serverUrl`, its user list and log in a temporary folder. The console's PAUSE and
+ * RESUME need the user in `admin_users`, which the tests add.
  */
 export async function startPgBouncer(
   serverUrl: string,
@@ -81,30 +121,21 @@ export async function startPgBouncer(
   if (!version) throw new Error(`${binary} does not run (${binary} --version failed)`)
   const server = new URL(serverUrl)
   const user = decodeURIComponent(server.username || 'postgres')
+  // SCRAM between the service and PgBouncer as shipped; the test server trusts PgBouncer's login.
+  const password = 'pooler-test-password'
   const dir = await mkdtemp(path.join(tmpdir(), 'pgbouncer-'))
   const port = await freePort()
-  const ini = {
-    listen_addr: '127.0.0.1',
-    listen_port: String(port),
-    unix_socket_dir: dir,
-    auth_type: 'trust',
-    auth_file: path.join(dir, 'users.txt'),
-    admin_users: user,
-    pool_mode: 'transaction',
-    max_client_conn: '500',
-    default_pool_size: '20',
-    logfile: path.join(dir, 'pgbouncer.log'),
-    pidfile: path.join(dir, 'pgbouncer.pid'),
-    ...settings,
+  const local = {
+    host: server.hostname,
+    port: Number(server.port || 5432),
+    listenPort: port,
+    user,
+    authFile: path.join(dir, 'users.txt'),
+    logFile: path.join(dir, 'pgbouncer.log'),
   }
-  const text = [
-    '[databases]',
-    `* = host=${server.hostname} port=${server.port || 5432}`,
-    '[pgbouncer]',
-    ...Object.entries(ini).map(([key, value]) => `${key} = ${value}`),
-  ].join('\n')
-  await writeFile(path.join(dir, 'pgbouncer.ini'), `${text}\n`)
-  await writeFile(path.join(dir, 'users.txt'), `"${user}" ""\n`)
+  const text = localPoolerConfig(await readFile(POOLER_CONFIG, 'utf8'), local, { admin_users: user, ...settings })
+  await writeFile(path.join(dir, 'pgbouncer.ini'), text)
+  await writeFile(path.join(dir, 'users.txt'), `"${user}" "${password}"\n`)
   const owner = runAs()
   if (owner) {
     for (const file of ['', 'pgbouncer.ini', 'users.txt']) await chown(path.join(dir, file), owner.uid, owner.gid)
@@ -119,7 +150,7 @@ export async function startPgBouncer(
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()))
   await waitForPort(port, exited, () => output.join(''))
 
-  const url = (database: string) => `postgres://${encodeURIComponent(user)}@127.0.0.1:${port}/${database}`
+  const url = (database: string) => `postgres://${encodeURIComponent(user)}:${password}@127.0.0.1:${port}/${database}`
   return {
     port,
     url,

@@ -1,19 +1,17 @@
 import { rateLimitOf, type RateLimitQuota } from './rate-limit.js'
-import type { operations } from './openapi.js'
+import { ERROR_CODES, type operations } from './openapi.js'
 
 /** The operations of the API, by their OpenAPI operationId. */
 export type OperationId = keyof operations
 
-type ProblemOf<Response> = Response extends { content: { 'application/problem+json': infer Problem } } ? Problem : never
-type CodeOf<Problem> = Problem extends { code: infer Code } ? Code : never
-
 /** The problem codes an operation documents (any status), from the OpenAPI document. */
-export type ErrorCode<Operation extends OperationId> = Operation extends OperationId
-  ? CodeOf<ProblemOf<operations[Operation]['responses'][keyof operations[Operation]['responses']]>>
-  : never
+export type ErrorCode<Operation extends OperationId> = Operation extends OperationId ? (typeof ERROR_CODES)[Operation][number] : never
 
 /** Every problem code the API documents. */
 export type ProblemCode = ErrorCode<OperationId>
+
+/** `code` of an answer whose code its operation does not document (a newer API's, or none): see `rawCode`. */
+export type UnknownCode = 'unknown'
 
 /** A problem document's fields (RFC 9457, with DRF's `code` and `errors`). */
 export interface ProblemFields {
@@ -26,16 +24,19 @@ export interface ProblemFields {
 }
 
 /**
- * An answer with an error status. `code` is one of the operation's documented codes, or, from a
- * newer version of the API, one this client does not know yet (docs/versioning.md: codes and
- * error statuses are added in minor versions): handle it by its status, and a status you do not
- * know by its class (`kind`), as RFC 9110 asks of every HTTP client.
+ * An answer with an error status. `code` is one of the operation's documented codes (a misspelled
+ * one does not compile), or `'unknown'` for one this client does not know yet, from a newer version
+ * of the API (docs/versioning.md: codes and error statuses are added in minor versions), whose
+ * text is in `rawCode`: handle it by its status, and a status you do not know by its class
+ * (`kind`), as RFC 9110 asks of every HTTP client.
  */
 export class ApiError<Code extends string = ProblemCode> extends Error {
   override readonly name = 'ApiError'
   readonly operation: string
   readonly status: number
-  readonly code: Code | (string & {})
+  readonly code: Code | UnknownCode
+  /** The code as the answer sent it, known or not (`http_<status>` when it sent none). */
+  readonly rawCode: string
   readonly detail: string
   /** With `invalid`: the messages per field path. */
   readonly errors: Record<string, string[]>
@@ -47,11 +48,13 @@ export class ApiError<Code extends string = ProblemCode> extends Error {
   readonly rateLimit: RateLimitQuota[]
 
   constructor(operation: string, status: number, problem: ProblemFields, headers: { get(name: string): string | null }) {
-    const code = problem.code ?? `http_${status}`
-    super(`${operation}: ${status} ${code}${problem.detail ? `: ${problem.detail}` : ''}`)
+    const rawCode = problem.code ?? `http_${status}`
+    super(`${operation}: ${status} ${rawCode}${problem.detail ? `: ${problem.detail}` : ''}`)
     this.operation = operation
     this.status = status
-    this.code = code
+    this.rawCode = rawCode
+    const known: readonly string[] | undefined = (ERROR_CODES as Record<string, readonly string[]>)[operation]
+    this.code = known?.includes(rawCode) ? (rawCode as Code) : 'unknown'
     this.detail = problem.detail ?? ''
     this.errors = problem.errors ?? {}
     this.requestId = headers.get('x-request-id') ?? undefined

@@ -13,7 +13,16 @@ export {
   type RetryOptions,
   type Tokens,
 } from './client.js'
-export { ApiError, ConnectionError, isApiError, type ErrorCode, type OperationId, type ProblemCode, type ProblemFields } from './errors.js'
+export {
+  ApiError,
+  ConnectionError,
+  isApiError,
+  type ErrorCode,
+  type OperationId,
+  type ProblemCode,
+  type ProblemFields,
+  type UnknownCode,
+} from './errors.js'
 export type { FetchInit, FetchLike, FetchResponse } from './host.js'
 export type { components, operations, paths } from './openapi.js'
 export { rateLimitOf, type RateLimitQuota } from './rate-limit.js'

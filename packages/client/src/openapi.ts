@@ -264,7 +264,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/webhook/esign/{secret}": {
+    "/webhook/esign/{secret}/": {
         parameters: {
             query?: never;
             header?: never;
@@ -3962,3 +3962,22 @@ export interface operations {
         };
     };
 }
+
+/** The problem codes each operation documents (any status). */
+export const ERROR_CODES = {
+  checkLiveness: ["rate_limited","server_error","service_unavailable"],
+  checkReadiness: ["rate_limited","server_error","service_unavailable"],
+  getJsonWebKeySet: ["rate_limited","server_error","service_unavailable"],
+  obtainTokenPair: ["invalid","no_active_account","parse_error","payload_too_large","rate_limited","request_timeout","server_error","service_unavailable","throttled","unsupported_media_type"],
+  logIn: ["invalid","no_active_account","parse_error","payload_too_large","rate_limited","request_timeout","server_error","service_unavailable","throttled","unsupported_media_type"],
+  refreshTokens: ["invalid","parse_error","payload_too_large","rate_limited","request_timeout","server_error","service_unavailable","token_not_valid","unsupported_media_type"],
+  getUserCompanies: ["not_authenticated","rate_limited","server_error","service_unavailable","token_not_valid"],
+  checkSellerDocuments: ["invalid","not_authenticated","not_found","permission_denied","rate_limited","server_error","service_unavailable","token_not_valid","wrong_role"],
+  requestSellerDocuments: ["idempotency_key_in_use","idempotency_key_reused","invalid","not_authenticated","not_found","nothing_to_request","parse_error","payload_too_large","permission_denied","rate_limited","request_timeout","server_error","service_unavailable","solicitation_already_open","throttled","token_not_valid","unsupported_media_type","unsupported_version","wrong_role"],
+  getChatPartnerPresence: ["invalid","not_authenticated","not_found","permission_denied","rate_limited","server_error","service_unavailable","token_not_valid"],
+  removeBankAccount: ["bank_account_in_use","invalid","last_bank_account","not_authenticated","not_found","permission_denied","rate_limited","server_error","service_unavailable","token_not_valid"],
+  saveCustomer: ["duplicate_customer","idempotency_key_in_use","idempotency_key_reused","invalid","not_authenticated","not_found","parse_error","payload_too_large","permission_denied","rate_limited","request_timeout","server_error","service_unavailable","tax_id_immutable","throttled","token_not_valid","unsupported_media_type","wrong_role"],
+  listTitleDocuments: ["invalid","not_authenticated","not_found","permission_denied","rate_limited","server_error","service_unavailable","token_not_valid"],
+  receiveEsignNotification: ["invalid","invalid_signature","not_found","parse_error","payload_too_large","rate_limited","request_timeout","server_error","service_unavailable","throttled","unsupported_media_type"],
+  confirmMigratedAccount: ["idempotency_key_in_use","idempotency_key_reused","idempotency_replay_expired","invalid","invalid_link","parse_error","payload_too_large","rate_limited","request_timeout","server_error","service_unavailable","throttled","unsupported_media_type"],
+} as const satisfies Record<keyof operations, readonly string[]>

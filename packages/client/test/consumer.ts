@@ -1,7 +1,16 @@
 // A partner's program as the TypeScript compiler sees it: compiled against the package's built
 // .d.ts by scripts/client-consumer-check.mjs, with each TypeScript it is given (the repository's
 // pinned one in CI), under a Node and a bundler configuration, with no DOM or Node types.
-import { ApiClient, ApiError, isApiError, type ErrorCode, type ProblemCode, type Result, type Tokens } from '@receivables/api-client'
+import {
+  ApiClient,
+  ApiError,
+  isApiError,
+  type ErrorCode,
+  type ProblemCode,
+  type Result,
+  type Tokens,
+  type UnknownCode,
+} from '@receivables/api-client'
 
 let kept: Tokens | undefined
 const client = new ApiClient({ baseUrl: 'http://localhost:3000', onTokens: (tokens) => (kept = tokens), retry: { attempts: 3 } })
@@ -20,11 +29,23 @@ export async function partner(sellerId: string): Promise<string[]> {
     return missing
   } catch (error) {
     if (isApiError(error, 'checkSellerDocuments')) {
-      const code: ErrorCode<'checkSellerDocuments'> | (string & {}) = error.code
+      const code: ErrorCode<'checkSellerDocuments'> | UnknownCode = error.code
+      // @ts-expect-error a misspelled code is no code of the operation (TS2367)
+      if (error.code === 'not_fonud') return []
+      // @ts-expect-error a code of another operation (route 11) is not one this operation answers
+      if (error.code === 'tax_id_immutable') return []
       switch (code) {
         case 'not_found':
         case 'wrong_role':
           return []
+        // @ts-expect-error a misspelled case does not compile either (TS2678)
+        case 'wrong_rol':
+          return []
+        case 'unknown': {
+          // A code from a newer API: its text, as a string, and the answer's status.
+          const raw: string = error.rawCode
+          throw new Error(`${error.status} ${raw}`)
+        }
         default:
           throw error
       }
@@ -52,6 +73,6 @@ export async function customer(companyRoleId: string): Promise<void> {
 
 export function describe(error: unknown): string {
   if (!(error instanceof ApiError)) return String(error)
-  const known: ProblemCode | (string & {}) = error.code
+  const known: ProblemCode | UnknownCode = error.code
   return `${error.status} ${known} (${error.kind}, request ${error.requestId ?? '?'}) ${kept ? 'logged in' : ''}`
 }
