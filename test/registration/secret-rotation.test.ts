@@ -5,7 +5,7 @@ import { DAY_SECONDS, linkFor, secondsAgo, storedUser } from './links.js'
 // The old platform's key is being rotated out: links it already e-mailed must keep working.
 const ctx = useTestApp({
   LEGACY_SECRET_KEY: 'the-new-legacy-secret',
-  LEGACY_SECRET_KEY_FALLBACKS: 'rotated-out-secret, an-even-older-secret',
+  LEGACY_SECRET_KEY_FALLBACKS: 'rotated-out-secret,an-even-older-secret',
   LINK_TTL: '1h',
 })
 const MARIA = 'maria@legacy.example'

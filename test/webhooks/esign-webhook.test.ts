@@ -297,7 +297,7 @@ describe('POST /webhook/esign/{secret}/ with rotated secrets and an HMAC key', (
   const HMAC_KEY = 'test-hmac-key'
   let app: FastifyInstance
   beforeAll(async () => {
-    app = await buildTestApp({ ESIGN_WEBHOOK_SECRETS: 'old-secret, new-secret', ESIGN_WEBHOOK_HMAC_KEY: HMAC_KEY })
+    app = await buildTestApp({ ESIGN_WEBHOOK_SECRETS: 'old-secret,new-secret', ESIGN_WEBHOOK_HMAC_KEY: HMAC_KEY })
   })
   afterAll(async () => {
     await app?.close()
