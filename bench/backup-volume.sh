@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/backup-volume.sh FACTOR: the figures of docs/deployment.md, "Backups": a primary archiving to
+# bench/backup-volume.sh FACTOR: the figures of docs/operations.md, "Backups and point-in-time recovery": a primary archiving to
 # pgBackRest as deploy/pgbackrest/ ships it, loaded with db/seed/volume.ts at FACTOR (1: production,
 # about 8 GB), then a full backup by backup.sh (time, size), the cluster lost, restore.sh to the end
 # of the archive, PostgreSQL started and the service's first 2xx (a demo login): the RTO. Run as root

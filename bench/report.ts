@@ -343,10 +343,12 @@ export function renderMarkdown(results: BenchResults): string {
     `- Other load on the machine: ${fixed(machine.backgroundBefore)} % CPU before the run, ${machine.backgroundAfter === undefined ? '–' : fixed(machine.backgroundAfter)} % after; load average at start ${machine.loadAverage}`,
     ...results.notes.map((note) => `- Note: ${note}`),
     '',
-    '## Targets (issue 6)',
+    // Issue 6's bounds against a bare floor were retired for the own-SQL floor (issue 36): shown as
+    // context, without verdicts; the targets held now open the file (bench/RESULTS.md, by hand).
+    '## Ratios to the floors (issue 6)',
     '',
-    ...header(['target', 'measured', 'required', 'verdict'], 4),
-    ...checks.map((check) => row([check.target, check.measured, check.required, check.pass ? 'PASS' : '**FAIL**'])),
+    ...header(['ratio', 'measured', "issue 6's bound"], 3),
+    ...checks.map((check) => row([check.target, check.measured, check.required])),
     '',
     '## Floors',
     '',

@@ -323,7 +323,7 @@ function whitespaceProblems(env: Environment, names: readonly EnvironmentName[])
 const OWN_SECRETS_HINT =
   'secrets of your own, in production and on any DATABASE_URL: the demo values serve the embedded demo database only; ' +
   "make each with `openssl rand -hex 32` (LEGACY_SECRET_KEY: the old platform's SECRET_KEY, if 50 characters or more); " +
-  'minimums in docs/deployment.md'
+  'minimums in docs/operations.md'
 
 /**
  * In production and on any DATABASE_URL every secret must be the operator's own and strong

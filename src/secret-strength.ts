@@ -1,5 +1,5 @@
 /**
- * Whether a secret is fit for production (docs/deployment.md, "Secrets in production"): long enough,
+ * Whether a secret is fit for production (docs/operations.md, "Secrets and demo data in production"): long enough,
  * not of visibly low variety, and none of the documented demo values in any case. Plain functions,
  * so that every secret variable, list items included, goes through the same checks.
  */

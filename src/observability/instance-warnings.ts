@@ -14,7 +14,7 @@ export function perInstanceStateWarning(config: Pick<Config, 'env' | 'redisUrl' 
   const reads = replicas ? "; with replicas, a write on one instance is not seen by the writer's next read on another" : ''
   return (
     `REDIS_URL is unset: the login limits and the Idempotency-Key quota count per instance (N instances allow N times as much)${reads}; ` +
-    'set REDIS_URL when running more than one instance (docs/deployment.md)'
+    'set REDIS_URL when running more than one instance (docs/operations.md)'
   )
 }
 

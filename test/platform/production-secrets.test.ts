@@ -25,7 +25,7 @@ function runServer(env: Record<string, string>): Promise<{ code: number | null; 
   )
 }
 
-/** Strong secrets of the operator's own (the minimums of docs/deployment.md). */
+/** Strong secrets of the operator's own (the minimums of docs/operations.md). */
 const STRONG_SECRETS = {
   JWT_SIGNING_KEY: 'Zq3vL9xT2mR7wK4pN8cB1fH6jD5sG0aY',
   LEGACY_SECRET_KEY: 'k#8v!q2@z$w5^m9&x3*p7(r1)t6_y4-n0=b+c%d;e:f<g>h?j.',
@@ -36,7 +36,7 @@ const STRONG_SECRETS = {
 const OWN_SECRETS =
   '(secrets of your own, in production and on any DATABASE_URL: the demo values serve the embedded demo database only; ' +
   "make each with `openssl rand -hex 32` (LEGACY_SECRET_KEY: the old platform's SECRET_KEY, if 50 characters or more); " +
-  'minimums in docs/deployment.md)'
+  'minimums in docs/operations.md)'
 
 const logIn = (baseUrl: string) =>
   fetch(`${baseUrl}/api/auth/v1/token`, {

@@ -81,7 +81,7 @@ export interface LocalPooler {
 }
 
 /**
- * deploy/pgbouncer/pgbouncer.ini changed only where a deployment changes it (docs/deployment.md):
+ * deploy/pgbouncer/pgbouncer.ini changed only where a deployment changes it (docs/operations.md):
  * the server's address (here `*`, every database name, for the tests' databases), the listening
  * address and port, the user, the user list's and the log's paths. Each change must find its line.
  * `settings` (a test's pool size, a version's max_prepared_statements) replace a line or are added.

@@ -155,7 +155,7 @@ describe.skipIf(preparedUnavailable !== undefined)(
 
     beforeAll(async () => {
       await recreateDatabase(serverUrl.toString(), database, [
-        // The documented way to give the service its settings behind PgBouncer (docs/deployment.md).
+        // The documented way to give the service its settings behind PgBouncer (docs/operations.md).
         `ALTER ROLE CURRENT_USER IN DATABASE "${database}" SET plan_cache_mode = force_generic_plan`,
         `ALTER ROLE CURRENT_USER IN DATABASE "${database}" SET statement_timeout = '5s'`,
       ])
