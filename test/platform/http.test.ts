@@ -2,10 +2,8 @@ import { connect } from 'node:net'
 import lightInject from 'light-my-request'
 import { Writable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
-import { buildApp } from '../../src/app.js'
 import { createPostgresDatabase } from '../../src/db/database.js'
-import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp } from '../helpers/app.js'
-import { recordConformance } from '../helpers/openapi-conformance.js'
+import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
 
 const ctx = useTestApp()
 
@@ -143,8 +141,7 @@ describe('health, docs and failures', () => {
     const tokens = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
     await app.close()
     const unreachable = createPostgresDatabase({ connectionString: 'postgres://postgres@127.0.0.1:1/none', poolSize: 1 })
-    const down = await buildApp(testConfig(), { database: unreachable })
-    recordConformance(down)
+    const down = await buildTestApp({}, { database: unreachable })
     try {
       const response = await down.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: bearer(tokens.access) })
       const body = problemOf(response, 503, 'service_unavailable')
