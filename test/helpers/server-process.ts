@@ -7,6 +7,7 @@ import { databaseUrl } from './database-url.js'
 import { freePort } from './ports.js'
 import { resetDatabase, testDatabase, workerSchema } from './database.js'
 import { TEST_SECRETS } from './secrets.js'
+import { scaled } from './slowness.js'
 
 export interface ServerProcess {
   child: ChildProcess
@@ -24,7 +25,8 @@ export interface ServerProcess {
 async function waitUntilLive(baseUrl: string, exited: Promise<number | null>, output: string[]): Promise<void> {
   let exitCode: number | null | undefined
   void exited.then((code) => (exitCode = code))
-  const deadline = Date.now() + 110_000
+  const bound = scaled(110_000)
+  const deadline = Date.now() + bound
   while (Date.now() < deadline) {
     if (exitCode !== undefined) throw new Error(`server exited (${exitCode}) before listening:\n${output.join('\n')}`)
     // Bounded: whatever else holds the port may accept and never answer.
@@ -35,7 +37,7 @@ async function waitUntilLive(baseUrl: string, exited: Promise<number | null>, ou
     if (live) return
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-  throw new Error(`server did not listen within 110 s:\n${output.join('\n')}`)
+  throw new Error(`server did not listen within ${bound} ms:\n${output.join('\n')}`)
 }
 
 /**

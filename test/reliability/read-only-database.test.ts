@@ -53,7 +53,7 @@ describe.skipIf(!serverUrl)('when the database refuses writes (read-only, a fail
     app = await buildTestApp({}, { database: handle })
     alice = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
     bob = await obtainTokens(app, 'bob@beta.example', DEMO_PASSWORD)
-  }, 60_000)
+  })
 
   afterAll(async () => {
     await readOnly(false)

@@ -38,7 +38,7 @@ describe.skipIf(unavailable !== undefined)('behind PgBouncer, a setting the pool
     await migrateToLatest(handle.db)
     await seedDemoData(handle.db)
     await handle.db.destroy()
-  }, 60_000)
+  })
 
   afterEach(async () => {
     await app?.close()
@@ -167,7 +167,7 @@ describe.skipIf(preparedUnavailable !== undefined)(
       for (const command of ['migrate', 'seed', 'retention']) {
         await run(process.execPath, ['--import', 'tsx', `src/cli/${command}.ts`], env())
       }
-    }, 90_000)
+    })
 
     afterAll(async () => {
       await app?.close()
@@ -232,7 +232,7 @@ describe.skipIf(preparedUnavailable !== undefined)(
         max_prepared_statements: '200',
         track_extra_parameters: 'IntervalStyle, plan_cache_mode, statement_timeout',
       })
-    }, 30_000)
+    })
 
     afterAll(async () => {
       await app?.close()
