@@ -1,10 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { rmSync } from 'node:fs'
+import { cp, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach } from 'vitest'
 import { databaseUrl } from './database-url.js'
 import { freePort } from './ports.js'
+import { seedDemoUnlessPresent } from '../../db/seed/demo.js'
+import { createEmbeddedDatabase, migrateToLatest } from '../../src/db/database.js'
 import { resetDatabase, testDatabase, workerSchema } from './database.js'
 import { TEST_SECRETS } from './secrets.js'
 import { scaled } from './slowness.js'
@@ -40,6 +43,27 @@ async function waitUntilLive(baseUrl: string, exited: Promise<number | null>, ou
   throw new Error(`server did not listen within ${bound} ms:\n${output.join('\n')}`)
 }
 
+let template: Promise<string> | undefined
+
+/**
+ * An embedded database as a new one is at the service's first start (migrated, the demo data in),
+ * made once per worker: each process gets a copy instead of migrating and seeding its own, which
+ * took most of a start.
+ */
+function embeddedTemplate(): Promise<string> {
+  template ??= (async () => {
+    const parent = await mkdtemp(path.join(tmpdir(), 'receivables-template-'))
+    process.once('exit', () => rmSync(parent, { recursive: true, force: true }))
+    const dir = path.join(parent, 'pglite')
+    const handle = await createEmbeddedDatabase(dir)
+    await migrateToLatest(handle.db)
+    await seedDemoUnlessPresent(handle.db)
+    await handle.db.destroy()
+    return dir
+  })()
+  return template
+}
+
 /**
  * The real service in its own process (src/server.ts through tsx), on this worker's schema of
  * TEST_DATABASE_URL, or on a fresh embedded database in a temporary folder.
@@ -62,6 +86,7 @@ class PortInUse extends Error {}
 async function startOnPort(port: number, env: Record<string, string>): Promise<ServerProcess> {
   const serverUrl = process.env.TEST_DATABASE_URL
   const dataDir = serverUrl ? undefined : await mkdtemp(path.join(tmpdir(), 'receivables-test-'))
+  if (dataDir && !env.PGLITE_DIR) await cp(await embeddedTemplate(), dataDir, { recursive: true })
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     env: {
       PATH: process.env.PATH ?? '',
