@@ -6,6 +6,7 @@ import { loadConfig, type Config } from '../../src/config.js'
 import type { DatabaseHandle } from '../../src/db/database.js'
 import { resetDatabase, testDatabase } from './database.js'
 import { recordConformance } from './openapi-conformance.js'
+import { scaled } from './slowness.js'
 import { TEST_SECRETS } from './secrets.js'
 
 export { DEMO } from '../../db/seed/ids.js'
@@ -15,7 +16,10 @@ export { DEMO_PASSWORD, LEGACY_DEMO_PASSWORD } from '../../db/seed/demo.js'
 export function testConfig(env: Record<string, string> = {}): Config {
   // No floor on failed logins unless a test asks for one: it would only make the suite wait. The
   // test run's own secrets (test/helpers/secrets.ts), never the demo's: the rule they obey is the product's.
-  return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', LOGIN_FAILURE_MIN_MS: '0', ...TEST_SECRETS, ...env })
+  // HANDLER_TIMEOUT: its default 10 s stretched on a slow machine, where a login alone can outlast it
+  // (a 503 no test meant); the tests of that bound set their own.
+  const handlerTimeout = `${Math.ceil(scaled(10_000) / 1000)}s`
+  return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', LOGIN_FAILURE_MIN_MS: '0', HANDLER_TIMEOUT: handlerTimeout, ...TEST_SECRETS, ...env })
 }
 
 export interface TestAppOptions extends Omit<BuildOptions, 'database'> {
