@@ -95,6 +95,8 @@ async function startOnPort(port: number, env: Record<string, string>): Promise<S
       LOG_LEVEL: 'info',
       // Many processes at once: none serves metrics unless its test gives it a port.
       METRICS_PORT: '0',
+      // As testConfig's (test/helpers/app.ts): the default 10 s stretched on a slow machine.
+      HANDLER_TIMEOUT: `${Math.ceil(scaled(10_000) / 1000)}s`,
       // The test run's own secrets, as any DATABASE_URL requires (a test may replace or blank them).
       ...TEST_SECRETS,
       ...(serverUrl ? { DATABASE_URL: databaseUrl(serverUrl, { schema: workerSchema() }) } : { PGLITE_DIR: dataDir ?? '' }),
