@@ -1,11 +1,9 @@
-import type { FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { buildApp } from '../../src/app.js'
-import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
 import { sendJsonText } from '../../src/lib/json-text.js'
 import { userRoute } from '../../src/tenancy/routes.js'
 import { testDatabase } from '../helpers/database.js'
-import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp } from '../helpers/app.js'
+import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
 import { declaredRoutes, exampleParams, MEMBERS, pathOf, routeName } from '../helpers/declared-routes.js'
 import { decodeClaims } from '../helpers/jwt.js'
 
@@ -58,21 +56,24 @@ describe('reads that check the principal in their own statement', () => {
   }
 
   it('refuses to answer a success that no handler admitted (a 500, and no body leaks)', async () => {
-    const app = await buildApp(testConfig(), { database: await testDatabase(), counterStore: new MemoryCounterStore() })
     // Only the pipeline admits (a route that could skip it is refused at start): these handlers undo
     // the admission, as a bug in the pipeline would leave it, and the net must still stop the answer.
     const unadmit = (request: FastifyRequest) => void (request.auth = null)
-    app.route(userRoute({ method: 'GET', url: '/forgot-to-admit', schema: {}, handler: async (request) => (unadmit(request), { secret: 'leaked' }) }))
-    // A body already serialised (as route 9 sends the database's JSON) skips serialisation and its hooks.
-    app.route(
-      userRoute({
-        method: 'GET',
-        url: '/forgot-to-admit-json-text',
-        schema: {},
-        handler: async (request, reply) => (unadmit(request), sendJsonText(reply, '{"secret":"leaked"}')),
-      }),
-    )
-    await app.ready()
+    const forgetful = async (app: FastifyInstance) => {
+      app.route(
+        userRoute({ method: 'GET', url: '/forgot-to-admit', schema: {}, handler: async (request) => (unadmit(request), { secret: 'leaked' }) }),
+      )
+      // A body already serialised (as route 9 sends the database's JSON) skips serialisation and its hooks.
+      app.route(
+        userRoute({
+          method: 'GET',
+          url: '/forgot-to-admit-json-text',
+          schema: {},
+          handler: async (request, reply) => (unadmit(request), sendJsonText(reply, '{"secret":"leaked"}')),
+        }),
+      )
+    }
+    const app = await buildTestApp({}, { conformance: false, extraRoutes: forgetful })
     try {
       const { access } = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
       for (const url of ['/forgot-to-admit', '/forgot-to-admit-json-text']) {

@@ -99,24 +99,4 @@ describe('POST /api/auth/v1/token', () => {
     const response = await postToken({ email: 'alice@acme.example', password: DEMO_PASSWORD, remember_me: true })
     expect(response.statusCode).toBe(200)
   })
-
-  it('answers 415 for a body that is not JSON', async () => {
-    const response = await ctx.app.inject({
-      method: 'POST',
-      url: '/api/auth/v1/token',
-      payload: 'email=alice@acme.example&password=x',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    })
-    problemOf(response, 415, 'unsupported_media_type')
-  })
-
-  it('answers 400 parse_error for malformed JSON', async () => {
-    const response = await ctx.app.inject({
-      method: 'POST',
-      url: '/api/auth/v1/token',
-      payload: '{"email": "alice@acme.example",',
-      headers: { 'content-type': 'application/json' },
-    })
-    problemOf(response, 400, 'parse_error')
-  })
 })

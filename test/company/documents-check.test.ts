@@ -68,14 +68,9 @@ describe('GET /api/company/v1/{company_role_id}/buyer/check-documents/{seller_id
     const body = (await check(roles.gammaSeller)).json<{ complete: boolean; documents: Row[] }>()
     expect(body.complete).toBe(false)
     expect(statuses(body.documents)).toEqual({
+      ...Object.fromEntries(KYC_TYPES.map((type) => [type, 'missing'])),
       articles_of_association: 'approved',
       cnpj_card: 'approved',
-      partners_identification: 'missing',
-      proof_of_address: 'missing',
-      balance_sheet: 'missing',
-      income_statement: 'missing',
-      revenue_statement: 'missing',
-      debt_clearance_certificate: 'missing',
     })
     expect(body.documents.find((row) => row.type === 'balance_sheet')).toEqual({
       type: 'balance_sheet',

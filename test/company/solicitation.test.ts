@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest'
 import { insertOpenSolicitation } from '../../src/company/kyc/repository.js'
 import { utcToday } from '../../src/company/kyc/status.js'
+import { KYC_TYPES } from '../../src/vocabulary.js'
 import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
 import { testDatabase } from '../helpers/database.js'
 
@@ -8,14 +9,8 @@ const context = useTestApp()
 const { roles } = DEMO
 const UNKNOWN = 'ffffffff-0000-4000-8000-000000000000'
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
-const GAMMA_MISSING = [
-  'partners_identification',
-  'proof_of_address',
-  'balance_sheet',
-  'income_statement',
-  'revenue_statement',
-  'debt_clearance_certificate',
-]
+// The demo's Gamma holds its articles of association and CNPJ card alone.
+const GAMMA_MISSING = KYC_TYPES.filter((type) => type !== 'articles_of_association' && type !== 'cnpj_card')
 
 const url = (sellerId: string, roleId: string = roles.betaBuyer, version = 'v1') =>
   `/api/company/${version}/${roleId}/document-solicitation/${sellerId}`

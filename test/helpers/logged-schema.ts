@@ -33,7 +33,7 @@ export function useLoggedSchema(
     await migrateToLatest(handle.db, schema)
     await seedDemoData(handle.db)
     await arrange?.(handle.db)
-  }, 120_000)
+  })
 
   afterAll(async () => {
     await handle?.db.destroy()

@@ -1,4 +1,5 @@
 import { connect, createServer } from 'node:net'
+import { scaled } from './slowness.js'
 
 // The OS may hand a closed port out again at once: a port given here is never given twice in a
 // worker, or two servers of one test (their ports taken back to back) could be told the same one.
@@ -22,7 +23,8 @@ export async function freePort(): Promise<number> {
 export async function waitForPort(port: number, exited: Promise<unknown>, output: () => string, timeoutMs = 15_000): Promise<void> {
   let gone = false
   void exited.then(() => (gone = true))
-  const deadline = Date.now() + timeoutMs
+  const bound = scaled(timeoutMs)
+  const deadline = Date.now() + bound
   while (Date.now() < deadline) {
     if (gone) throw new Error(`exited before listening on ${port}:\n${output()}`)
     const open = await new Promise<boolean>((resolve) => {
@@ -36,5 +38,5 @@ export async function waitForPort(port: number, exited: Promise<unknown>, output
     if (open) return
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
-  throw new Error(`nothing listens on ${port} after ${timeoutMs} ms:\n${output()}`)
+  throw new Error(`nothing listens on ${port} after ${bound} ms:\n${output()}`)
 }

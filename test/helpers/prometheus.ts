@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { freePort } from './ports.js'
+import { scaled } from './slowness.js'
 
 /** Debian's package (`apt-get install prometheus`; .ci/run installs it), promtool included. */
 export const PROMETHEUS = 'prometheus'
@@ -81,7 +82,7 @@ export async function startPrometheus(options: {
       }
     },
     async until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000) {
-      const deadline = Date.now() + timeoutMs
+      const deadline = Date.now() + scaled(timeoutMs)
       for (;;) {
         const value = await check()
         if (value !== undefined) return value

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { scaled } from './slowness.js'
 
 export interface ProcessRun {
   code: number | null
@@ -8,7 +9,7 @@ export interface ProcessRun {
 
 /**
  * Runs a command to its end with exactly `env` (nothing inherited unless passed), collecting its
- * output; killed after `timeoutMs`, so that a hung command fails its test instead of the run.
+ * output; killed after `timeoutMs` (stretched by the machine's slowness), so that a hung command fails its test instead of the run.
  */
 export function runProcess(command: string, args: string[], env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<ProcessRun> {
   const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -16,7 +17,7 @@ export function runProcess(command: string, args: string[], env: Record<string, 
   let stderr = ''
   child.stdout.on('data', (chunk: Buffer) => (stdout += String(chunk)))
   child.stderr.on('data', (chunk: Buffer) => (stderr += String(chunk)))
-  const killer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+  const killer = setTimeout(() => child.kill('SIGKILL'), scaled(timeoutMs))
   return new Promise((resolve) =>
     child.on('exit', (code) => {
       clearTimeout(killer)

@@ -1,12 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { rmSync } from 'node:fs'
+import { cp, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach } from 'vitest'
 import { databaseUrl } from './database-url.js'
 import { freePort } from './ports.js'
+import { seedDemoUnlessPresent } from '../../db/seed/demo.js'
+import { createEmbeddedDatabase, migrateToLatest } from '../../src/db/database.js'
 import { resetDatabase, testDatabase, workerSchema } from './database.js'
 import { TEST_SECRETS } from './secrets.js'
+import { scaled } from './slowness.js'
 
 export interface ServerProcess {
   child: ChildProcess
@@ -24,7 +28,8 @@ export interface ServerProcess {
 async function waitUntilLive(baseUrl: string, exited: Promise<number | null>, output: string[]): Promise<void> {
   let exitCode: number | null | undefined
   void exited.then((code) => (exitCode = code))
-  const deadline = Date.now() + 110_000
+  const bound = scaled(110_000)
+  const deadline = Date.now() + bound
   while (Date.now() < deadline) {
     if (exitCode !== undefined) throw new Error(`server exited (${exitCode}) before listening:\n${output.join('\n')}`)
     // Bounded: whatever else holds the port may accept and never answer.
@@ -35,7 +40,28 @@ async function waitUntilLive(baseUrl: string, exited: Promise<number | null>, ou
     if (live) return
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-  throw new Error(`server did not listen within 110 s:\n${output.join('\n')}`)
+  throw new Error(`server did not listen within ${bound} ms:\n${output.join('\n')}`)
+}
+
+let template: Promise<string> | undefined
+
+/**
+ * An embedded database as a new one is at the service's first start (migrated, the demo data in),
+ * made once per worker: each process gets a copy instead of migrating and seeding its own, which
+ * took most of a start.
+ */
+function embeddedTemplate(): Promise<string> {
+  template ??= (async () => {
+    const parent = await mkdtemp(path.join(tmpdir(), 'receivables-template-'))
+    process.once('exit', () => rmSync(parent, { recursive: true, force: true }))
+    const dir = path.join(parent, 'pglite')
+    const handle = await createEmbeddedDatabase(dir)
+    await migrateToLatest(handle.db)
+    await seedDemoUnlessPresent(handle.db)
+    await handle.db.destroy()
+    return dir
+  })()
+  return template
 }
 
 /**
@@ -60,6 +86,7 @@ class PortInUse extends Error {}
 async function startOnPort(port: number, env: Record<string, string>): Promise<ServerProcess> {
   const serverUrl = process.env.TEST_DATABASE_URL
   const dataDir = serverUrl ? undefined : await mkdtemp(path.join(tmpdir(), 'receivables-test-'))
+  if (dataDir && !env.PGLITE_DIR) await cp(await embeddedTemplate(), dataDir, { recursive: true })
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     env: {
       PATH: process.env.PATH ?? '',
@@ -68,6 +95,8 @@ async function startOnPort(port: number, env: Record<string, string>): Promise<S
       LOG_LEVEL: 'info',
       // Many processes at once: none serves metrics unless its test gives it a port.
       METRICS_PORT: '0',
+      // As testConfig's (test/helpers/app.ts): the default 10 s stretched on a slow machine.
+      HANDLER_TIMEOUT: `${Math.ceil(scaled(10_000) / 1000)}s`,
       // The test run's own secrets, as any DATABASE_URL requires (a test may replace or blank them).
       ...TEST_SECRETS,
       ...(serverUrl ? { DATABASE_URL: databaseUrl(serverUrl, { schema: workerSchema() }) } : { PGLITE_DIR: dataDir ?? '' }),

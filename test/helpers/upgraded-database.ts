@@ -28,7 +28,7 @@ export function useDatabaseUpgradedFrom(
     await arrange(handle.db)
     const { error: upgradeError } = await (after ? migrator(handle.db).migrateTo(after) : migrator(handle.db).migrateToLatest())
     if (upgradeError) throw upgradeError
-  }, 30_000)
+  })
 
   afterAll(async () => {
     if (!handle) return

@@ -3,16 +3,14 @@ import addFormats from 'ajv-formats'
 import { describe, expect, it } from 'vitest'
 import { TitleDocuments } from '../../schemas/marketplace.js'
 import { testDatabase } from '../helpers/database.js'
-import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
+import { bearer, DEMO, perTestTokens, problemOf, useTestApp } from '../helpers/app.js'
 
 const context = useTestApp()
 const { roles, titles, titleDocuments: docs } = DEMO
 
 const documentsUrl = (companyRoleId: string, titleId: string) => `/api/v1/marketplace/${companyRoleId}/title/${titleId}/documents`
 
-async function tokenOf(email: string): Promise<string> {
-  return (await obtainTokens(context.app, email, DEMO_PASSWORD)).access
-}
+const tokenOf = perTestTokens(context)
 
 async function getDocuments(email: string, companyRoleId: string, titleId: string) {
   return context.app.inject({ method: 'GET', url: documentsUrl(companyRoleId, titleId), headers: bearer(await tokenOf(email)) })

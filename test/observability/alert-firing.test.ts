@@ -245,5 +245,5 @@ describe.skipIf(!available)('the alert rules on a real Prometheus, ordinary traf
       polling = false
       await poller
     }
-  }, 120_000)
+  })
 })

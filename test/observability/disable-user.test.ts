@@ -59,7 +59,7 @@ describe('npm run disable-user (issues 19, 34: a user disabled revokes their fam
       body: JSON.stringify({ refresh }),
     })
     expect(refreshed.status).toBe(401)
-  }, 240_000)
+  })
   it('takes the email_digest of a login_throttled line and the user_id of a login_succeeded line, as the service logged them', async () => {
     const service = await processes.start({ LOGIN_FAILURES_PER_CLIENT: '2' })
     const post = (body: unknown) =>
@@ -109,5 +109,5 @@ describe('npm run disable-user (issues 19, 34: a user disabled revokes their fam
       })
       expect(login.status, email).toBe(401)
     }
-  }, 240_000)
+  })
 })

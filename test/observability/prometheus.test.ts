@@ -78,5 +78,5 @@ describe.skipIf(!available)('a real Prometheus scraping the service and evaluati
       )
       expect(Number(total.value[1])).toBeGreaterThanOrEqual(1)
     }
-  }, 240_000)
+  })
 })

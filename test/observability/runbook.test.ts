@@ -10,6 +10,7 @@ import { prometheusAvailable, RULES, startPrometheus, type PrometheusRun } from 
 import { BLOCKLIST } from '../topology/nginx.js'
 import { request, startTopology, topologyUnavailable, type Answer, type RequestOptions, type Topology } from '../topology/topology.js'
 import { runProcess, type ProcessRun } from '../helpers/run-process.js'
+import { scaled } from '../helpers/slowness.js'
 
 // Issue 34: every step of docs/runbook.md is a command that works as written. Its blocks marked
 // `sh runnable` run here, in the runbook's order, against a fleet (nginx with deploy/nginx.conf over
@@ -114,15 +115,15 @@ describe.skipIf(unavailable !== undefined)('docs/runbook.md, run against a fleet
       targets: topology.metricsPorts.map((port) => `127.0.0.1:${port}`),
       externalLabels: { runbook_base: 'https://runbooks.example/docs/runbook.md' },
     })
-  }, 180_000)
+  })
 
   afterAll(async () => {
     await prometheus?.stop()
     await topology?.stop()
     if (dir) await rm(dir, { recursive: true, force: true })
-  }, 60_000)
+  })
 
-  it('runs every runnable block as written, and its recipes take effect', async () => {
+  it('runs every runnable block as written, and its recipes take effect', { timeout: scaled(300_000) }, async () => {
     const gateway = topology.gateway
     const viaGateway = (options: RequestOptions) => request(gateway.port, { ...options, ca: gateway.ca })
     const login = (email: string, password: string, from: string) =>
@@ -259,5 +260,5 @@ describe.skipIf(unavailable !== undefined)('docs/runbook.md, run against a fleet
       expect(answer.status, email).toBe(401)
       expect(json(answer).code).toBe('no_active_account')
     }
-  }, 300_000)
+  })
 })

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { DEMO_PASSWORD } from '../helpers/app.js'
 import { useServerProcesses } from '../helpers/server-process.js'
+import { scaled } from '../helpers/slowness.js'
 
 const processes = useServerProcesses()
 
@@ -53,7 +54,7 @@ async function startReceiver(): Promise<{ server: Server; url: string; spans: Ex
 }
 
 async function until<T>(what: string, check: () => T | undefined, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
+  const deadline = Date.now() + scaled(timeoutMs)
   for (;;) {
     const value = check()
     if (value !== undefined) return value
@@ -91,7 +92,7 @@ describe('trace context (issue 19)', () => {
     expect(starts).toHaveLength(1)
     expect(starts[0]!.msg).toContain(`listening on ${service.baseUrl} (API docs ${service.baseUrl}/docs`)
     expect(starts[0]!.msg?.includes('demo login alice@acme.example')).toBe(process.env.TEST_DATABASE_URL === undefined)
-  }, 240_000)
+  })
 
   it('exports the spans of a request, pg included, to an OTLP/HTTP receiver in the trace of its traceparent', async () => {
     receiver = await startReceiver()
@@ -108,7 +109,7 @@ describe('trace context (issue 19)', () => {
     if (process.env.TEST_DATABASE_URL) {
       await until('a pg span in the trace', () => spans.find((span) => span.traceId === TRACE_ID && /^pg\./.test(span.name)))
     }
-  }, 240_000)
+  })
 
   it("starts a trace and a request id of its own for a client that is not the gateway, logging the client's apart (issue 26, item 6)", async () => {
     receiver = await startReceiver()
@@ -125,5 +126,5 @@ describe('trace context (issue 19)', () => {
     const lineTraceId = line.trace_id
     await until('the request span', () => receiver!.spans.find((span) => span.traceId === lineTraceId))
     expect(receiver.spans.filter((span) => span.traceId === TRACE_ID)).toEqual([])
-  }, 240_000)
+  })
 })

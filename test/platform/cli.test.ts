@@ -8,6 +8,7 @@ import { DEMO } from '../../db/seed/ids.js'
 import { freePort } from '../helpers/ports.js'
 import { startServerProcess } from '../helpers/server-process.js'
 import { runProcess, type ProcessRun } from '../helpers/run-process.js'
+import { scaled } from '../helpers/slowness.js'
 
 /**
  * The operators' commands (src/cli/) as real processes, as `npm run migrate|seed|confirmation-link`
@@ -83,7 +84,7 @@ const demoLogin = (baseUrl: string) =>
 const closedPort = freePort
 
 // Each command is a process of its own (~1-3 s, more on a new embedded database): generous bounds.
-const SLOW = 180_000
+const SLOW = scaled(180_000)
 
 describe('the commands on the embedded database', { timeout: SLOW }, () => {
   let dataDir: string | undefined

@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { scaled } from '../helpers/slowness.js'
 
 /**
  * The embedded database's lock (src/db/data-dir-lock.ts) between real processes (issue 33, item 11):
@@ -55,7 +56,7 @@ async function deadPid(): Promise<number> {
 
 const ROUNDS = 150
 
-describe('the embedded database lock between processes', { timeout: 300_000 }, () => {
+describe('the embedded database lock between processes', { timeout: scaled(300_000) }, () => {
   let dir: string
   let contenders: Contender[] = []
   beforeAll(async () => {

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort } from '../helpers/ports.js'
+import { scaled } from '../helpers/slowness.js'
 
 /**
  * `npm run dev` (scripts/dev.mjs, scripts/dev-runner.mjs, src/dev-server.ts) in a copy of the
@@ -45,7 +46,7 @@ function startDev(dir: string, env: Record<string, string>): Dev {
 const messages = (dev: Dev): string[] => dev.lines.map((line) => (JSON.parse(line) as { msg: string }).msg)
 
 async function until(dev: Dev, what: string, count: number): Promise<void> {
-  const deadline = Date.now() + 110_000
+  const deadline = Date.now() + scaled(110_000)
   while (messages(dev).filter((message) => message.startsWith(what)).length < count) {
     if (Date.now() > deadline || dev.child.exitCode !== null) {
       throw new Error(`no "${what}" #${count}:\n${[...dev.lines, ...dev.stderr].join('\n')}`)
@@ -54,7 +55,7 @@ async function until(dev: Dev, what: string, count: number): Promise<void> {
   }
 }
 
-describe('npm run dev', { timeout: 180_000 }, () => {
+describe('npm run dev', { timeout: scaled(180_000) }, () => {
   let dir: string
   beforeAll(async () => {
     dir = await projectCopy()

@@ -2,10 +2,8 @@ import { connect } from 'node:net'
 import lightInject from 'light-my-request'
 import { Writable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
-import { buildApp } from '../../src/app.js'
 import { createPostgresDatabase } from '../../src/db/database.js'
-import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp } from '../helpers/app.js'
-import { recordConformance } from '../helpers/openapi-conformance.js'
+import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
 
 const ctx = useTestApp()
 
@@ -44,35 +42,6 @@ describe('conventions every route shares', () => {
     } finally {
       await gateway.close()
     }
-  })
-
-  it('answers 413 for a body over 16 KiB', async () => {
-    const response = await ctx.app.inject({
-      method: 'POST',
-      url: '/api/auth/v1/token',
-      payload: { email: 'alice@acme.example', password: 'x'.repeat(17 * 1024) },
-    })
-    problemOf(response, 413, 'payload_too_large')
-  })
-
-  it('answers 400 parse_error for an empty JSON body', async () => {
-    const response = await ctx.app.inject({
-      method: 'POST',
-      url: '/api/auth/v1/token',
-      payload: '',
-      headers: { 'content-type': 'application/json' },
-    })
-    problemOf(response, 400, 'parse_error')
-  })
-
-  it('answers 415 for a JSON-looking body of another media type', async () => {
-    const response = await ctx.app.inject({
-      method: 'POST',
-      url: '/api/auth/v1/token/refresh',
-      payload: '{"refresh":"x"}',
-      headers: { 'content-type': 'text/plain' },
-    })
-    problemOf(response, 415, 'unsupported_media_type')
   })
 
   it('answers 400 invalid, not 500, to a urn:uuid: id (ajv-formats takes it, PostgreSQL does not)', async () => {
@@ -177,8 +146,7 @@ describe('health, docs and failures', () => {
     const tokens = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
     await app.close()
     const unreachable = createPostgresDatabase({ connectionString: 'postgres://postgres@127.0.0.1:1/none', poolSize: 1 })
-    const down = await buildApp(testConfig(), { database: unreachable })
-    recordConformance(down)
+    const down = await buildTestApp({}, { database: unreachable })
     try {
       const response = await down.inject({ method: 'GET', url: '/api/company/v1/get-user-companies', headers: bearer(tokens.access) })
       const body = problemOf(response, 503, 'service_unavailable')
@@ -233,6 +201,8 @@ describe('shutdown', () => {
     const socket = connect(typeof address === 'object' && address ? address.port : 0, '127.0.0.1')
     const received: Buffer[] = []
     socket.on('data', (chunk: Buffer) => received.push(chunk))
+    // A reset as the server closes is no unhandled error of the run: 'close' follows, and the asserts below judge.
+    socket.on('error', () => undefined)
     const socketClosed = new Promise((resolve) => socket.on('close', resolve))
     // The HTTP server has parsed the request and handed it to Fastify: the login is being served.
     const requestReceived = new Promise((resolve) => app.server.once('request', resolve))

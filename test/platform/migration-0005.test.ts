@@ -2,10 +2,8 @@ import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { describe, expect, it } from 'vitest'
 import { seedDemoData } from '../../db/seed/demo.js'
-import { buildApp } from '../../src/app.js'
-import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
 import { newJti } from '../../src/tokens/tokens.js'
-import { DEMO, problemOf, testConfig } from '../helpers/app.js'
+import { buildTestApp, DEMO, problemOf } from '../helpers/app.js'
 import { accessClaims, forgeHs256 } from '../helpers/jwt.js'
 import { useDatabaseUpgradedFrom } from '../helpers/upgraded-database.js'
 
@@ -34,7 +32,7 @@ const upgraded = useDatabaseUpgradedFrom('0004_cheaper_key_checks', async (db) =
 
 describe('migration 0005: the live refresh token moves into its family', () => {
   it('keeps the family’s unspent token usable and counts its spent one as a replay (route 3)', async () => {
-    const app = await buildApp(testConfig(), { database: upgraded.handle, counterStore: new MemoryCounterStore() })
+    const app = await buildTestApp({}, { database: upgraded.handle, conformance: false })
     try {
       const refresh = (token: string) => app.inject({ method: 'POST', url: '/api/auth/v1/token/refresh', payload: { refresh: token } })
       const rotated = await refresh(refreshToken(family.live, family.id))

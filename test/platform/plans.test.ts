@@ -135,7 +135,7 @@ describe.skipIf(!databaseUrl)('generic plans at production volume (real PostgreS
     handle = database.handle
     app = await buildTestApp({}, { database: handle, counterStore: new MemoryCounterStore() })
     log.clear()
-  }, 120_000)
+  })
 
   afterAll(async () => {
     await app?.close()
@@ -148,7 +148,7 @@ describe.skipIf(!databaseUrl)('generic plans at production volume (real PostgreS
     expect(log.statements.size).toBeGreaterThan(25)
     const scans = await sequentialScans(databaseUrl!, schema, log)
     expect(scans, scans.join('\n\n')).toEqual([])
-  }, 60_000)
+  })
 
   it('checks a route added to the app without a line of this file, and fails naming one it cannot call or whose statement scans a growing table', async () => {
     const grown = await buildTestApp({}, { database: handle, counterStore: new MemoryCounterStore(), extraRoutes: throwawayReads })

@@ -4,6 +4,7 @@ import { createPostgresDatabase, type DatabaseHandle } from '../../src/db/databa
 import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens } from '../helpers/app.js'
 import { createDemoDatabase } from '../helpers/database.js'
 import { startStreamingCluster, streamingUnavailable, type StreamingCluster } from '../topology/streaming.js'
+import { scaled } from '../helpers/slowness.js'
 
 /**
  * A read's admission on a real streaming replica, in the test's own process (the fleet's case is
@@ -27,12 +28,12 @@ describe.skipIf(unavailable !== undefined)('a read admitted on a streaming repli
   beforeAll(async () => {
     cluster = await startStreamingCluster([`${REPLAY_DELAY_MS}ms`], (primaryUrl) => createDemoDatabase(primaryUrl, DATABASE))
     primary = createPostgresDatabase({ connectionString: cluster.url(0, DATABASE), poolSize: 4 })
-  }, 60_000)
+  })
 
   afterAll(async () => {
     await primary?.db.destroy()
     await cluster?.stop()
-  }, 60_000)
+  })
 
   /** An app of its own per test, on the cluster's primary and its replica (built in the test: a mutation run sees its declarations). */
   async function withApp(test: (app: FastifyInstance) => Promise<void>): Promise<void> {
@@ -79,7 +80,7 @@ describe.skipIf(unavailable !== undefined)('a read admitted on a streaming repli
           expect(await readsBy(app, 'primary', 'confirm')).toBe(confirmed + 1)
           expect(await readsBy(app, replicaTarget(), 'replica')).toBe(onReplica + 2)
         }),
-      30_000,
+      scaled(30_000),
     )
   }
 })

@@ -10,6 +10,7 @@ import { nodeVersionProblem } from '../../src/lib/node-version.js'
 import { freePort } from '../helpers/ports.js'
 import { useServerProcesses } from '../helpers/server-process.js'
 import { runProcess } from '../helpers/run-process.js'
+import { scaled } from '../helpers/slowness.js'
 
 /**
  * A start that cannot work says why in one line and exits 1 (issue 29, item 9): a second process
@@ -29,7 +30,7 @@ function runServer(env: Record<string, string>): Promise<Exit> {
   })
   let stderr = ''
   child.stderr.on('data', (chunk: Buffer) => (stderr += String(chunk)))
-  const killer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+  const killer = setTimeout(() => child.kill('SIGKILL'), scaled(60_000))
   return new Promise((resolve) =>
     child.on('exit', (code) => {
       clearTimeout(killer)
@@ -49,7 +50,7 @@ function oneLine(exit: Exit): string {
 const servers = useServerProcesses()
 const embedded = !process.env.TEST_DATABASE_URL
 
-describe('a start that cannot work', { timeout: 180_000 }, () => {
+describe('a start that cannot work', { timeout: scaled(180_000) }, () => {
   it.runIf(embedded)('a second process on the same embedded database folder is refused, naming the folder and the holder', async () => {
     const first = await servers.start()
     const dataDir = first.dataDir ?? ''

@@ -1,13 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildApp } from '../../src/app.js'
-import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
 import { createPostgresDatabase, type DatabaseHandle } from '../../src/db/database.js'
 import { databaseUrl } from '../helpers/database-url.js'
 import { resetDatabase, testDatabase, workerSchema } from '../helpers/database.js'
 import { unavailableCount } from '../helpers/metrics.js'
-import { recordConformance } from '../helpers/openapi-conformance.js'
 import { CuttableProxy } from '../helpers/tcp-proxy.js'
-import { bearer, DEMO_PASSWORD, obtainTokens, testConfig } from '../helpers/app.js'
+import { bearer, buildTestApp, DEMO_PASSWORD, obtainTokens } from '../helpers/app.js'
 import type { FastifyInstance } from 'fastify'
 
 const serverUrl = process.env.TEST_DATABASE_URL
@@ -29,8 +26,7 @@ describe.skipIf(!serverUrl)('when the database goes away under traffic', () => {
       poolSize: 4,
       schema: workerSchema(),
     })
-    app = await buildApp(testConfig(), { database: handle, counterStore: new MemoryCounterStore() })
-    recordConformance(app)
+    app = await buildTestApp({}, { database: handle })
   })
 
   afterAll(async () => {

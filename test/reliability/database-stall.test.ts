@@ -2,14 +2,11 @@ import { randomUUID } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { buildApp } from '../../src/app.js'
-import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
 import { createPostgresDatabase, type DatabaseHandle } from '../../src/db/database.js'
 import { databaseUrl } from '../helpers/database-url.js'
 import { resetDatabase, testDatabase, workerSchema } from '../helpers/database.js'
-import { recordConformance } from '../helpers/openapi-conformance.js'
 import { CuttableProxy } from '../helpers/tcp-proxy.js'
-import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, testConfig } from '../helpers/app.js'
+import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens } from '../helpers/app.js'
 
 const serverUrl = process.env.TEST_DATABASE_URL
 
@@ -49,8 +46,7 @@ describe.skipIf(!serverUrl)('when the database stalls under traffic', () => {
       connectTimeoutMs: 1_000,
       statementTimeoutMs: options.statementTimeoutMs,
     })
-    const app = await buildApp(testConfig(options.env), { database: handle, counterStore: new MemoryCounterStore() })
-    recordConformance(app)
+    const app = await buildTestApp(options.env, { database: handle })
     stack = { proxy, handle, app }
     return stack
   }

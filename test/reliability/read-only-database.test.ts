@@ -3,14 +3,11 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { seedDemoData } from '../../db/seed/demo.js'
-import { buildApp } from '../../src/app.js'
-import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
 import { createPostgresDatabase, migrateToLatest, type DatabaseHandle } from '../../src/db/database.js'
 import { confirmationPath } from '../../src/registration/confirmation.js'
 import { findUserForLink } from '../../src/registration/repository.js'
-import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, type Tokens } from '../helpers/app.js'
+import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, type Tokens } from '../helpers/app.js'
 import { unavailableCount } from '../helpers/metrics.js'
-import { recordConformance } from '../helpers/openapi-conformance.js'
 import { TEST_SECRETS } from '../helpers/secrets.js'
 import { notification } from '../webhooks/helpers.js'
 
@@ -53,11 +50,10 @@ describe.skipIf(!serverUrl)('when the database refuses writes (read-only, a fail
     link = confirmationPath(maria, TEST_SECRETS.LEGACY_SECRET_KEY)
     await setup.db.destroy()
     handle = createPostgresDatabase({ connectionString: url.toString(), poolSize: 4, preparedStatements: true, statementTimeoutMs: 5_000 })
-    app = await buildApp(testConfig(), { database: handle, counterStore: new MemoryCounterStore() })
-    recordConformance(app)
+    app = await buildTestApp({}, { database: handle })
     alice = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
     bob = await obtainTokens(app, 'bob@beta.example', DEMO_PASSWORD)
-  }, 60_000)
+  })
 
   afterAll(async () => {
     await readOnly(false)

@@ -2,6 +2,7 @@ import http from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { useServerProcesses } from '../helpers/server-process.js'
 import { DEMO_PASSWORD } from '../helpers/app.js'
+import { scaled } from '../helpers/slowness.js'
 
 describe('SIGTERM under load', () => {
   const processes = useServerProcesses()
@@ -10,7 +11,9 @@ describe('SIGTERM under load', () => {
     // debug: the service logs each request as it arrives, which tells when all are in flight.
     // Six logins per user at once: attempts count before their check (issue 15), so the limit must allow them.
     // DRAIN_DELAY 0: the requests are in flight when the listener closes, not finished during a delay.
-    const server = await processes.start({ LOG_LEVEL: 'debug', LOGIN_FAILURES_PER_CLIENT: '10', DRAIN_DELAY: '0' })
+    // SHUTDOWN_TIMEOUT: its default 25 s, stretched on a slow machine (24 password hashes must finish within it).
+    const shutdownTimeout = `${Math.ceil(scaled(25_000) / 1000)}s`
+    const server = await processes.start({ LOG_LEVEL: 'debug', LOGIN_FAILURES_PER_CLIENT: '10', DRAIN_DELAY: '0', SHUTDOWN_TIMEOUT: shutdownTimeout })
     const login = (email: string) =>
       fetch(`${server.baseUrl}/api/auth/v1/token`, {
         method: 'POST',
@@ -23,7 +26,7 @@ describe('SIGTERM under load', () => {
     // SIGTERM once the service has received all of them (a connection still in the kernel's
     // backlog is not yet in flight).
     const received = () => server.output.filter((line) => line.includes('incoming request') && line.includes('/api/auth/v1/token')).length ?? 0
-    for (let waited = 0; received() < 24 && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20))
+    for (const end = Date.now() + scaled(10_000); received() < 24 && Date.now() < end;) await new Promise((resolve) => setTimeout(resolve, 20))
     expect(received()).toBe(24)
     const completedBeforeSignal = server.output.filter((line) => line.includes('request completed')).length
     server.child.kill('SIGTERM')

@@ -55,14 +55,14 @@ describe.skipIf(unavailable !== undefined)('a commit not confirmed by the synchr
     const database = createPostgresDatabase({ connectionString: service.toString(), poolSize: 4, schema, preparedStatements: true })
     app = await buildTestApp({}, { database })
     access = (await startSession(admin.db, app.tokens, DEMO.users.alice, 3600)).access
-  }, 60_000)
+  })
 
   afterAll(async () => {
     await app?.close()
     await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(admin.db)
     await admin?.db.destroy()
     await server?.stop()
-  }, 60_000)
+  })
 
   /** Cancels each wait for the standby as soon as one shows, until `done`. */
   function cancelWaits(done: Promise<unknown>): Promise<number> {

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { useServerProcesses } from '../helpers/server-process.js'
+import { scaled } from '../helpers/slowness.js'
 
 /** The nice value of each thread of a process, by thread id (Linux: field 19 of /proc/<pid>/task/<tid>/stat). */
 function threadNiceness(pid: number): Map<number, number> {
@@ -13,7 +14,7 @@ function threadNiceness(pid: number): Map<number, number> {
 }
 
 async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs
+  const deadline = Date.now() + scaled(timeoutMs)
   while (Date.now() < deadline) {
     if (condition()) return true
     await new Promise((resolve) => setTimeout(resolve, 50))

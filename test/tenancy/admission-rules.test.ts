@@ -1,11 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { buildApp } from '../../src/app.js'
-import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
 import { userRoute } from '../../src/tenancy/routes.js'
 import type { DeclaredRoute } from '../../src/tenancy/plugin.js'
 import { PERMISSIONS, type Permission } from '../../src/vocabulary.js'
 import { testDatabase } from '../helpers/database.js'
-import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig, useTestApp } from '../helpers/app.js'
+import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, useTestApp } from '../helpers/app.js'
 import { declaredRoutes, exampleBody, exampleParams, MEMBERS, pathOf, routeName } from '../helpers/declared-routes.js'
 
 /*
@@ -117,11 +115,17 @@ describe('the statement of every read', () => {
 
 describe('a user route without a read (its own query for the principal)', () => {
   it("hands the handler the token's user, and answers 401 once the user is disabled", async () => {
-    const database = await testDatabase()
-    const { db } = database
-    const app = await buildApp(testConfig(), { database, counterStore: new MemoryCounterStore() })
-    app.route(userRoute({ method: 'GET', url: '/throwaway/me', schema: {}, handler: async (_request, _reply, { user }) => ({ id: user.id }) }))
-    await app.ready()
+    const { db } = await testDatabase()
+    const app = await buildTestApp(
+      {},
+      {
+        conformance: false,
+        extraRoutes: async (app) =>
+          void app.route(
+            userRoute({ method: 'GET', url: '/throwaway/me', schema: {}, handler: async (_request, _reply, { user }) => ({ id: user.id }) }),
+          ),
+      },
+    )
     try {
       const { access } = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
       expect((await app.inject({ method: 'GET', url: '/throwaway/me', headers: bearer(access) })).json()).toEqual({ id: users.alice })

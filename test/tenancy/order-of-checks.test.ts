@@ -1,12 +1,9 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { buildApp } from '../../src/app.js'
-import { MemoryCounterStore } from '../../src/auth/throttle/memory-counter-store.js'
 import type { LogDestination } from '../../src/logging.js'
 import { companyRoute, userRoute } from '../../src/tenancy/routes.js'
-import { testDatabase } from '../helpers/database.js'
-import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, problemOf, testConfig } from '../helpers/app.js'
+import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens, problemOf } from '../helpers/app.js'
 import { describeOrderOfChecks } from './order-of-checks.js'
 
 await describeOrderOfChecks()
@@ -16,15 +13,12 @@ const { roles } = DEMO
 describe('the safety net of the tenancy pipeline', () => {
   const params = Type.Object({ company_role_id: Type.String({ format: 'uuid' }) })
 
-  async function appWith(routes: (app: FastifyInstance) => void, logDestination?: LogDestination): Promise<FastifyInstance> {
-    const app = await buildApp(testConfig({ LOG_LEVEL: 'error' }), {
-      database: await testDatabase(),
-      counterStore: new MemoryCounterStore(),
-      ...(logDestination ? { logDestination } : {}),
-    })
-    routes(app)
-    return app
-  }
+  // Throwaway routes the OpenAPI document cannot describe: no conformance check.
+  const appWith = (routes: (app: FastifyInstance) => void, logDestination?: LogDestination): Promise<FastifyInstance> =>
+    buildTestApp(
+      { LOG_LEVEL: 'error' },
+      { conformance: false, extraRoutes: async (app) => routes(app), ...(logDestination ? { logDestination } : {}) },
+    )
 
   it('a route on {company_role_id} not declared with companyRoute(), or an authenticated route with no declaration, stops the app naming it', async () => {
     // The forms that once served data with the member unchecked: the route's own statement, a user-only admission, nothing.
@@ -51,14 +45,7 @@ describe('the safety net of the tenancy pipeline', () => {
       ],
       ['GET /throwaway/undeclared', (app) => app.get('/throwaway/undeclared', async () => ({ secret: 'leaked' }))],
     ]
-    for (const [name, register] of forms) {
-      const app = await appWith(register)
-      try {
-        await expect(app.ready()).rejects.toThrow(name)
-      } finally {
-        await app.close().catch(() => undefined)
-      }
-    }
+    for (const [name, register] of forms) await expect(appWith(register)).rejects.toThrow(name)
   })
 
   it('a route whose principal or member is not admitted answers 500 (logged), or 404 to a non-member, never data', async () => {
@@ -102,7 +89,6 @@ describe('the safety net of the tenancy pipeline', () => {
         }),
       )
     }, logDestination)
-    await app.ready()
     try {
       const { access } = await obtainTokens(app, 'alice@acme.example', DEMO_PASSWORD)
       const response = await app.inject({ method: 'GET', url: `/throwaway/in-statement/${roles.acmeSeller}`, headers: bearer(access) })

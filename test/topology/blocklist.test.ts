@@ -148,5 +148,5 @@ describe.skipIf(unavailable)('the gateway deny list (issue 34)', () => {
     } finally {
       for (const agent of [inFlight, idle, busy, blocked]) agent.destroy()
     }
-  }, 120_000)
+  })
 })

@@ -75,11 +75,11 @@ describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgB
   beforeAll(async () => {
     topology = await startTopology(INSTANCE_ENV, DEREGISTER)
     gateway = topology.gateway.port
-  }, 120_000)
+  })
 
   afterAll(async () => {
     await topology?.stop()
-  }, 60_000)
+  })
 
   it('serves through the gateway on PgBouncer, the settings given by ALTER ROLE (no configuration error)', async () => {
     const ready = await viaGateway({ path: '/health/ready' })
@@ -202,7 +202,7 @@ describe.skipIf(unavailable !== undefined)('the fleet: nginx, two instances, PgB
     }
     expect((await read()).status).toBe(200)
     for (const port of topology.ports) expect((await request(port, { path: '/health/ready', from: '127.0.0.1' })).status).toBe(200)
-  }, 60_000)
+  })
 
   it('revokes the family when a refresh token spent on one instance is replayed on the other', async () => {
     const [first, second] = topology.ports as [number, number]

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { freePort } from '../helpers/ports.js'
+import { scaled } from '../helpers/slowness.js'
 
 /**
  * A highly available PostgreSQL on this machine, as deploy/ha/ runs it on three: Patroni on each
@@ -223,11 +224,12 @@ export interface HaCluster {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 async function waitFor<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>, logs: () => Promise<string>): Promise<T> {
-  const deadline = Date.now() + timeoutMs
+  const bound = scaled(timeoutMs)
+  const deadline = Date.now() + bound
   for (;;) {
     const value = await check().catch(() => undefined)
     if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`HA cluster: ${what} not within ${timeoutMs} ms\n${await logs()}`)
+    if (Date.now() > deadline) throw new Error(`HA cluster: ${what} not within ${bound} ms\n${await logs()}`)
     await sleep(100)
   }
 }

@@ -1,11 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { buildApp } from '../../src/app.js'
 import type { LogDestination } from '../../src/logging.js'
 import { migrateToLatest, createPostgresDatabase } from '../../src/db/database.js'
 import { seedDemoData } from '../../db/seed/demo.js'
-import { bearer, DEMO, DEMO_PASSWORD, obtainTokens, testConfig } from '../helpers/app.js'
+import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens } from '../helpers/app.js'
 import { preparedStatementsUnavailable, startPgBouncer, type PgBouncer } from './pgbouncer.js'
 import { recreateDatabase, run, topologyUnavailable } from './topology.js'
 
@@ -39,7 +38,7 @@ describe.skipIf(unavailable !== undefined)('behind PgBouncer, a setting the pool
     await migrateToLatest(handle.db)
     await seedDemoData(handle.db)
     await handle.db.destroy()
-  }, 60_000)
+  })
 
   afterEach(async () => {
     await app?.close()
@@ -52,7 +51,10 @@ describe.skipIf(unavailable !== undefined)('behind PgBouncer, a setting the pool
   })
 
   const start = async (env: Record<string, string>) => {
-    app = await buildApp(testConfig({ LOG_LEVEL: 'warn', DATABASE_URL: bouncer.url(database), ...env }), { logDestination })
+    app = await buildTestApp(
+      { LOG_LEVEL: 'warn', DATABASE_URL: bouncer.url(database), ...env },
+      { database: 'config', conformance: false, logDestination },
+    )
     return app
   }
   const configurationErrors = () =>
@@ -165,7 +167,7 @@ describe.skipIf(preparedUnavailable !== undefined)(
       for (const command of ['migrate', 'seed', 'retention']) {
         await run(process.execPath, ['--import', 'tsx', `src/cli/${command}.ts`], env())
       }
-    }, 90_000)
+    })
 
     afterAll(async () => {
       await app?.close()
@@ -173,7 +175,7 @@ describe.skipIf(preparedUnavailable !== undefined)(
     })
 
     it('answers concurrent requests of several routes with 0 errors, and readiness lists no configuration error', async () => {
-      app = await buildApp(testConfig({ LOG_LEVEL: 'warn', DATABASE_POOL_SIZE: '8', ...env() }), { logDestination })
+      app = await buildTestApp({ LOG_LEVEL: 'warn', DATABASE_POOL_SIZE: '8', ...env() }, { database: 'config', conformance: false, logDestination })
       const service = app
       const { roles, titles } = DEMO
       const alice = await obtainTokens(service, 'alice@acme.example', DEMO_PASSWORD)
@@ -230,7 +232,7 @@ describe.skipIf(preparedUnavailable !== undefined)(
         max_prepared_statements: '200',
         track_extra_parameters: 'IntervalStyle, plan_cache_mode, statement_timeout',
       })
-    }, 30_000)
+    })
 
     afterAll(async () => {
       await app?.close()
@@ -239,9 +241,10 @@ describe.skipIf(preparedUnavailable !== undefined)(
 
     it('readiness names the ALTER ROLE for the settings not in effect', async () => {
       const lines: string[] = []
-      app = await buildApp(testConfig({ LOG_LEVEL: 'warn', DATABASE_URL: bouncer.url(database), DATABASE_PREPARED_STATEMENTS: 'true' }), {
-        logDestination: { write: (line: string) => void lines.push(line) },
-      })
+      app = await buildTestApp(
+        { LOG_LEVEL: 'warn', DATABASE_URL: bouncer.url(database), DATABASE_PREPARED_STATEMENTS: 'true' },
+        { database: 'config', conformance: false, logDestination: { write: (line: string) => void lines.push(line) } },
+      )
       const ready = await app.inject({ method: 'GET', url: '/health/ready' })
       expect(ready.statusCode).toBe(200)
       const [problem] = ready.json().configuration_errors as string[]

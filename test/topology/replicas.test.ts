@@ -127,14 +127,14 @@ describe.skipIf(unavailable !== undefined)('reads on streaming replicas (DATABAS
     process.stderr.write(
       `replicas: primary and 2 replicas (migrated, seeded) in ${clusterMs} ms, 2 instances ready ${Date.now() - started - clusterMs} ms later\n`,
     )
-  }, 120_000)
+  })
 
   afterAll(async () => {
     ticking = false
     await ticker
     await Promise.all(instances.map((instance) => instance.cleanup()))
     await cluster?.stop()
-  }, 60_000)
+  })
 
   it('serves under 10 % of the read statements on the primary under a read load', async () => {
     const before = await statements()
@@ -147,7 +147,7 @@ describe.skipIf(unavailable !== undefined)('reads on streaming replicas (DATABAS
     expect(total).toBeGreaterThanOrEqual(300)
     expect(primary! / total).toBeLessThan(0.1)
     expect(replicas.every((calls) => calls > 0)).toBe(true)
-  }, 30_000)
+  })
 
   it('shows a caller its write at once on another instance, though both replicas are 2 s behind (route 5, then route 7)', async () => {
     const seller = sellerId(1)
@@ -171,7 +171,7 @@ describe.skipIf(unavailable !== undefined)('reads on streaming replicas (DATABAS
     expect((JSON.parse(checked.body) as { open_solicitation: { id: string } | null }).open_solicitation?.id).toBe(id)
     expect(onReplicas.map((rows) => rows.length)).toEqual([0, 0])
     expect((await metric(1, 'db_reads_total'))['{target="primary",reason="own_write"}']).toBeGreaterThanOrEqual(1)
-  }, 30_000)
+  })
 
   it("admits a fresh login's first read at once, though its token family is not on the replicas yet (the primary confirms)", async () => {
     const login = await request(ports[0]!, {
@@ -186,7 +186,7 @@ describe.skipIf(unavailable !== undefined)('reads on streaming replicas (DATABAS
     const companies = await request(ports[1]!, { path: '/api/company/v1/get-user-companies', headers: { authorization: `Bearer ${access}` } })
     expect(companies.status, companies.body).toBe(200)
     expect(await confirmed()).toBe(before + 1)
-  }, 30_000)
+  })
 
   it('skips a replica delayed past DATABASE_REPLICA_MAX_LAG until it catches up', async () => {
     await cluster.setDelay(2, '10s')
@@ -221,7 +221,7 @@ describe.skipIf(unavailable !== undefined)('reads on streaming replicas (DATABAS
     await readLoad(60)
     const after = await statements()
     expect(after[2]! - before[2]!).toBeGreaterThan(0)
-  }, 45_000)
+  })
 
   it('costs no request when a replica stops mid-load', async () => {
     // The load goes on past the stop by more than a poll (1 s), so that both instances meet the stopped
@@ -244,5 +244,5 @@ describe.skipIf(unavailable !== undefined)('reads on streaming replicas (DATABAS
     process.stderr.write(
       `replicas: replica 1 stopped under ${statuses.length} reads (2.5 s of them after the stop): 0 errors, ${fallbacks} reads retried on the primary\n`,
     )
-  }, 30_000)
+  })
 })

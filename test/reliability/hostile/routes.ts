@@ -22,6 +22,7 @@ import {
   type Segment,
 } from './arbitraries.js'
 import type { DeclaredRoute } from '../../../src/tenancy/plugin.js'
+import { KYC_TYPES } from '../../../src/vocabulary.js'
 import { exampleBody, exampleParams, operationOf, routeName } from '../../helpers/declared-routes.js'
 import { PASSWORD_MARK, USER_KEYS, type UserKey } from './session.js'
 
@@ -275,23 +276,12 @@ const refreshBody = shapedBody({
   ),
 })
 
-const KYC = [
-  'articles_of_association',
-  'cnpj_card',
-  'partners_identification',
-  'proof_of_address',
-  'balance_sheet',
-  'income_statement',
-  'revenue_statement',
-  'debt_clearance_certificate',
-]
-
 const dayOffset = (days: number): string => new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10)
 
 const solicitationBody = objectBody({
   document_types: fc.oneof(
     { weight: 4, arbitrary: fc.constant(ABSENT) },
-    { weight: 4, arbitrary: fc.uniqueArray(fc.constantFrom(...KYC), { minLength: 1 }) },
+    { weight: 4, arbitrary: fc.uniqueArray(fc.constantFrom(...KYC_TYPES), { minLength: 1 }) },
     { weight: 2, arbitrary: fc.constantFrom([], ['cnpj_card', 'cnpj_card'], ['passport'], [null], 'cnpj_card', ['CNPJ_CARD'], [1]) },
     { weight: 1, arbitrary: fc.array(anyText, { maxLength: 3 }) },
     { weight: 1, arbitrary: wrongType },

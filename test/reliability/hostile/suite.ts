@@ -10,6 +10,7 @@ import { fingerprinter, type Fingerprint } from './fingerprint.js'
 import { authRequests, companyRequestsOf, otherRequests, platformRequests, type FuzzRequest } from './routes.js'
 import { FuzzRunner } from './runner.js'
 import { OLD_WEBHOOK_SECRET, WEBHOOK_HMAC_KEY, WEBHOOK_SECRET, type SecretRegistry } from './session.js'
+import { scaled } from '../../helpers/slowness.js'
 
 export type HostileGroup = 'auth' | 'company' | 'other' | 'platform'
 
@@ -96,7 +97,7 @@ export async function describeHostileInput(extraRoutes?: FastifyPluginAsync, gro
         expectCoverage(runner, ['route 1', 'route 2', 'route 3', 'route 4'], 60)
         expectNoSecretsLogged(runner, runner.session.secrets)
       },
-      120_000,
+      scaled(120_000),
     )
 
     itIn('company')(
@@ -106,7 +107,7 @@ export async function describeHostileInput(extraRoutes?: FastifyPluginAsync, gro
         expectCoverage(runner, company.labels, 60)
         expectNoSecretsLogged(runner, runner.session.secrets)
       },
-      120_000,
+      scaled(120_000),
     )
 
     itIn('other')(
@@ -116,7 +117,7 @@ export async function describeHostileInput(extraRoutes?: FastifyPluginAsync, gro
         expectCoverage(runner, ['route 9', 'route 10', 'route 12'], 60)
         expectNoSecretsLogged(runner, runner.session.secrets)
       },
-      120_000,
+      scaled(120_000),
     )
 
     itIn('platform')(
@@ -126,7 +127,7 @@ export async function describeHostileInput(extraRoutes?: FastifyPluginAsync, gro
         expect(runner.sent).toBeGreaterThan(150)
         expectNoSecretsLogged(runner, runner.session.secrets)
       },
-      120_000,
+      scaled(120_000),
     )
   })
 }
