@@ -136,7 +136,7 @@ function fairnessOf(env: Environment): FairnessSettings {
   const windowSeconds = parseDuration(env.RATE_LIMIT_WINDOW ?? '10s')
   if (windowSeconds < 1) throw new ConfigError('RATE_LIMIT_WINDOW: must be at least 1s')
   // An ordinary partner never meets them: 300 reads a second per user, 64 at once.
-  const rateLimits = namedNumbers(env.RATE_LIMITS, { reads: 3000, writes: 1000, authentication: 600, webhooks: 3000, rejected: 1000 })
+  const rateLimits = namedNumbers(env.RATE_LIMITS, { reads: 3000, writes: 1000, authentication: 3000, webhooks: 3000, rejected: 1000 })
   const concurrencyLimits = namedNumbers(env.CONCURRENCY_LIMITS, { reads: 64, writes: 32, authentication: 64, webhooks: 64 })
   const shedding = namedNumbers(env.LOAD_SHED === 'off' ? undefined : env.LOAD_SHED, { in_flight: 512, event_loop_delay_ms: 1000, pool_waiting: 64 })
   const shed =
