@@ -6,3 +6,11 @@ export async function unavailableCount(app: FastifyInstance, cause: string): Pro
   const line = (await app.metrics.registry.metrics()).split('\n').find((candidate) => candidate.startsWith(series))
   return line === undefined ? undefined : Number(line.slice(series.length))
 }
+
+/** The reads the app counted on `target` for `reason` (db_reads_total), 0 without the series. */
+export async function readsBy(app: FastifyInstance, target: string, reason: string): Promise<number> {
+  const line = (await app.metrics.registry.metrics())
+    .split('\n')
+    .find((each) => each.startsWith(`db_reads_total{target="${target}",reason="${reason}"}`))
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0
+}

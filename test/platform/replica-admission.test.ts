@@ -5,6 +5,7 @@ import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens } from '../help
 import { createDemoDatabase } from '../helpers/database.js'
 import { startStreamingCluster, streamingUnavailable, type StreamingCluster } from '../topology/streaming.js'
 import { scaled } from '../helpers/slowness.js'
+import { readsBy } from '../helpers/metrics.js'
 
 /**
  * A read's admission on a real streaming replica, in the test's own process (the fleet's case is
@@ -48,13 +49,6 @@ describe.skipIf(unavailable !== undefined)('a read admitted on a streaming repli
     }
   }
 
-  /** Reads counted per target and reason since the app started. */
-  const readsBy = async (app: FastifyInstance, target: string, reason: string) => {
-    const line = (await app.metrics.registry.metrics())
-      .split('\n')
-      .find((each) => each.startsWith(`db_reads_total{target="${target}",reason="${reason}"}`))
-    return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0
-  }
   const replicaTarget = () => `127.0.0.1:${cluster.nodes[1]!.port}`
 
   for (const [name, email, url] of [

@@ -7,6 +7,7 @@ import { parseLsn } from '../../src/db/replicas.js'
 import { bearer, buildTestApp, DEMO, DEMO_PASSWORD, obtainTokens } from '../helpers/app.js'
 import { createDemoDatabase } from '../helpers/database.js'
 import { startStreamingCluster, streamingUnavailable, type StreamingCluster } from '../topology/streaming.js'
+import { readsBy } from '../helpers/metrics.js'
 
 /**
  * Issue 42.6: a change that takes access away (a user disabled, a family revoked by reuse
@@ -52,12 +53,6 @@ describe.skipIf(unavailable !== undefined)('access taken away, read next on a re
     await cluster?.stop()
   }, 60_000)
 
-  const readsBy = async (app: FastifyInstance, target: string, reason: string) => {
-    const line = (await app.metrics.registry.metrics())
-      .split('\n')
-      .find((each) => each.startsWith(`db_reads_total{target="${target}",reason="${reason}"}`))
-    return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0
-  }
   const replicaTarget = () => `127.0.0.1:${cluster.nodes[1]!.port}`
 
   /** Until the replica has replayed all the primary has committed so far (its delay, about 5 s). */
