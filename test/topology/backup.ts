@@ -4,9 +4,8 @@ import { rmSync } from 'node:fs'
 import { appendFile, chmod, chown, copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import pg from 'pg'
 import { freePort } from '../helpers/ports.js'
-import { streamingUnavailable } from './streaming.js'
+import { queryOnce, streamingUnavailable } from './streaming.js'
 
 /**
  * A PostgreSQL primary archiving to a pgBackRest repository on this machine, as deploy/pgbackrest/
@@ -156,14 +155,7 @@ export async function startArchivedCluster(options: { archiveTimeout: string }):
     primary,
     url: (port, database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
     async sql(port, text, values = [], database = 'postgres') {
-      const client = new pg.Client({ connectionString: cluster.url(port, database), connectionTimeoutMillis: 3_000 })
-      client.on('error', () => undefined)
-      await client.connect()
-      try {
-        return (await client.query(text, values)).rows
-      } finally {
-        await client.end().catch(() => undefined)
-      }
+      return queryOnce(cluster.url(port, database), text, values)
     },
     run,
     pgbackrest: (...args) => must('pgbackrest', [`--stanza=${STANZA}`, ...args]),

@@ -5,9 +5,9 @@ import { chown, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import pg from 'pg'
 import { freePort } from '../helpers/ports.js'
 import { scaled } from '../helpers/slowness.js'
+import { queryOnce } from './streaming.js'
 
 /**
  * A highly available PostgreSQL on this machine, as deploy/ha/ runs it on three: Patroni on each
@@ -433,17 +433,7 @@ export async function startHaCluster(nodesOrCount: number | HaNodeOptions[] = 3,
       return `postgres://postgres:${passwords.superuser}@127.0.0.1:${nodes[index]!.pgPort}/${database}`
     },
     async sql(target, text, values = [], database = 'postgres') {
-      const client = new pg.Client({
-        connectionString: target === 'rw' ? cluster.url(database) : cluster.nodeUrl(target, database),
-        connectionTimeoutMillis: 3_000,
-      })
-      client.on('error', () => undefined)
-      await client.connect()
-      try {
-        return (await client.query(text, values)).rows
-      } finally {
-        await client.end().catch(() => undefined)
-      }
+      return queryOnce(target === 'rw' ? cluster.url(database) : cluster.nodeUrl(target, database), text, values)
     },
     async primary() {
       for (const node of nodes) {

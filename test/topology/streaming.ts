@@ -6,6 +6,18 @@ import path from 'node:path'
 import pg from 'pg'
 import { freePort } from '../helpers/ports.js'
 
+/** One statement on a connection of its own (a node may be stopped between calls), its rows. */
+export async function queryOnce<Row = Record<string, unknown>>(url: string, text: string, values: unknown[] = []): Promise<Row[]> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 })
+  client.on('error', () => undefined)
+  await client.connect()
+  try {
+    return (await client.query(text, values)).rows as Row[]
+  } finally {
+    await client.end().catch(() => undefined)
+  }
+}
+
 /**
  * A PostgreSQL primary with streaming replicas on this machine, as simple as it gets: initdb, then
  * pg_basebackup -R per replica (no Patroni: test/topology/ha.ts has the HA cluster, which takes a
@@ -105,14 +117,7 @@ export async function startStreamingCluster(
     nodes,
     url: (index, database) => `postgres://postgres@127.0.0.1:${nodes[index]!.port}/${database}`,
     async sql(index, text, values = [], database = 'postgres') {
-      const client = new pg.Client({ connectionString: cluster.url(index, database), connectionTimeoutMillis: 3_000 })
-      client.on('error', () => undefined)
-      await client.connect()
-      try {
-        return (await client.query(text, values)).rows
-      } finally {
-        await client.end().catch(() => undefined)
-      }
+      return queryOnce(cluster.url(index, database), text, values)
     },
     async setDelay(index, delay) {
       await appendFile(path.join(nodes[index]!.dataDir, 'postgresql.conf'), `recovery_min_apply_delay = '${delay}'\n`)
