@@ -38,7 +38,14 @@ export interface ProblemOptions {
  * `code` is the stable machine word (docs/api.md), one of schemas/problems.ts for that status.
  */
 export function problem<S extends number>(status: S, code: CodeOf<S>, detail: string, options: ProblemOptions = {}): HttpError {
-  return httpErrors.createError(status, detail, { code, extra: options.extra, headers: options.headers, isProblem: true })
+  // A problem is an answer, never logged with its stack: capturing one was a tenth of a 429's CPU.
+  const stackTraceLimit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    return httpErrors.createError(status, detail, { code, extra: options.extra, headers: options.headers, isProblem: true })
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit
+  }
 }
 
 /** Errors made by `problem()`: their status, code and detail are meant for the client, 5xx included. */
