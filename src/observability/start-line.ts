@@ -16,11 +16,18 @@ export interface DemoAtStart {
  * on a database holding demo accounts (ALLOW_DEMO_DATA=true) that line is a warning naming them.
  * Fastify's own lines (one per network interface) are kept out of the log meanwhile. Answers the URL.
  */
+/**
+ * Connections the kernel queues while the event loop is busy (capped by net.core.somaxconn). Node's
+ * 511 dropped the SYNs of a gateway or a flood opening a thousand at once: their clients wait 1, 3,
+ * 7 s to try again, and time out, where a queued connection is answered (or shed) at once.
+ */
+const LISTEN_BACKLOG = 4096
+
 export async function listenAndAnnounce(app: FastifyInstance, config: Config, demo: DemoAtStart = {}): Promise<string> {
   const level = app.log.level
   if (['info', 'debug', 'trace'].includes(level)) app.log.level = 'warn'
   try {
-    await app.listen({ port: config.port, host: config.host })
+    await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG })
   } finally {
     app.log.level = level
   }
