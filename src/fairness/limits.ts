@@ -123,3 +123,30 @@ export class RefusedAddresses {
     return Math.max(0, left)
   }
 }
+
+/**
+ * Callers that send again before their `Retry-After` is over: a refusal of a request that arrived
+ * after the caller's last refusal was answered is held back for the rest of that wait, at most
+ * `maxHoldMs`, so that a client looping on 429s costs the instance an answer a second per
+ * connection instead of its event loop and the others' latency. A caller that waits as told, or
+ * requests sent together, are answered at once. Bounded, oldest out first.
+ */
+export class RefusalHolds {
+  private readonly refusals = new Map<string, { at: number; until: number }>()
+
+  constructor(
+    private readonly maxHoldMs = 1_000,
+    private readonly maxCallers = 100_000,
+  ) {}
+
+  /** Counts a refusal of `caller` for `waitMs` of a request that arrived at `arrivedAt` (performance.now()): how long to hold its answer. */
+  holdMs(caller: string, waitMs: number, arrivedAt: number): number {
+    const now = performance.now()
+    const last = this.refusals.get(caller)
+    if (last !== undefined && last.until > now) return arrivedAt > last.at ? Math.min(last.until - now, this.maxHoldMs) : 0
+    this.refusals.delete(caller)
+    if (this.refusals.size >= this.maxCallers) this.refusals.delete(this.refusals.keys().next().value!)
+    this.refusals.set(caller, { at: now, until: now + waitMs })
+    return 0
+  }
+}

@@ -45,10 +45,11 @@ const SHED_SERIES = [
 export class FairnessMetrics {
   readonly limited: Counter<'class' | 'reason'>
   readonly shed: Counter<'class' | 'priority' | 'reason'>
-  private readonly held: HeldPrincipals
+  readonly held: Counter
+  private readonly heldPrincipals: HeldPrincipals
 
   constructor(registry: Registry, windowSeconds: number, shedding: () => { active: boolean; share: number }) {
-    this.held = new HeldPrincipals(2 * windowSeconds * 1000)
+    this.heldPrincipals = new HeldPrincipals(2 * windowSeconds * 1000)
     this.limited = new Counter({
       name: 'http_requests_limited_total',
       help: 'Requests answered 429 rate_limited, by class of route and reason: rate (a quota per window), concurrency (requests at once), address (too many 401s from the address).',
@@ -68,13 +69,18 @@ export class FairnessMetrics {
     for (const [rateClass, priority] of SHED_SERIES) {
       for (const reason of ['in_flight', 'event_loop_delay', 'pool_waiting']) this.shed.labels(rateClass, priority, reason).inc(0)
     }
-    const held = this.held
+    this.held = new Counter({
+      name: 'http_requests_limited_held_total',
+      help: 'Refusals (429) held back up to a second because their caller sent again before its Retry-After was over.',
+      registers: [registry],
+    })
+    const heldPrincipals = this.heldPrincipals
     new Gauge({
       name: 'rate_limit_principal_held_seconds',
       help: 'How long the principal held at its limit the longest has been refused without a pause of two windows; 0 when none is.',
       registers: [registry],
       collect() {
-        this.set(held.longestSeconds())
+        this.set(heldPrincipals.longestSeconds())
       },
     })
     new Gauge({
@@ -96,6 +102,6 @@ export class FairnessMetrics {
   }
 
   principalRefused(principal: string): void {
-    this.held.refused(principal)
+    this.heldPrincipals.refused(principal)
   }
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
@@ -6,7 +7,7 @@ import type { FairnessSettings, RateClass } from '../config.js'
 import { problem } from '../lib/problem.js'
 import { routeFairness, type Priority, type RouteFairness } from './classes.js'
 import { rateLimitField, rateLimitPolicyField, type QuotaState } from './headers.js'
-import { InFlightLimits, KnownMembers, RateLimits, RefusedAddresses, type Subject } from './limits.js'
+import { InFlightLimits, KnownMembers, RateLimits, RefusalHolds, RefusedAddresses, type Subject } from './limits.js'
 import { FairnessMetrics } from './metrics.js'
 import { LoadShedder } from './shedder.js'
 import { FallbackWindowStore, MemoryWindowStore, RedisWindowStore, type WindowStore } from './window-store.js'
@@ -67,6 +68,9 @@ async function fairnessPlugin(app: FastifyInstance, { settings, redis, poolWaiti
   const inFlight = new InFlightLimits()
   const members = new KnownMembers()
   const refused = new RefusedAddresses()
+  const holds = new RefusalHolds()
+  /** What a request holds until its answer ends (its place in flight, its places at once): each let go once. */
+  const holdings = new WeakMap<FastifyRequest, (() => void)[]>()
   const shedder = settings.shed && new LoadShedder(settings.shed, poolWaiting, watchEventLoop)
   app.decorate('loadShedder', shedder)
   if (shedder) app.addHook('onClose', async () => shedder.stop())
@@ -81,48 +85,88 @@ async function fairnessPlugin(app: FastifyInstance, { settings, redis, poolWaiti
     route.config = { ...config, fairness: routeFairness({ url: route.url, method: route.method, authenticated, priority: config.priority }) }
   })
 
-  /** Takes places at once on `keys` until the answer ends (its connection's close included), or refuses. */
-  function holdPlaces(request: FastifyRequest, reply: FastifyReply, rateClass: RateClass, keys: string[]): void {
-    if (inFlight.enter(keys, settings.concurrencyLimits[rateClass]) !== undefined) {
-      metrics.limited.labels(rateClass, 'concurrency').inc()
-      throw rateLimited(1000, 'Too many requests at once for this caller.')
+  function holdUntilAnswered(request: FastifyRequest, reply: FastifyReply, release: () => void): void {
+    let released = false
+    const once = () => {
+      if (released) return
+      released = true
+      release()
     }
-    reply.raw.once('close', () => inFlight.leave(keys))
+    const list = holdings.get(request)
+    if (list) list.push(once)
+    else holdings.set(request, [once])
+    reply.raw.once('close', once)
   }
 
-  async function chargeQuotas(reply: FastifyReply, rateClass: RateClass, subjects: Subject[], principal: string): Promise<void> {
+  /**
+   * The 429, after letting go of what the request holds; held back for a caller still inside its
+   * last refusal's wait (RefusalHolds), its Retry-After then what is left of that wait.
+   */
+  async function refuse(request: FastifyRequest, reply: FastifyReply, caller: string, waitMs: number, detail: string): Promise<never> {
+    for (const release of holdings.get(request) ?? []) release()
+    const holdMs = holds.holdMs(caller, waitMs, performance.now() - reply.elapsedTime)
+    if (holdMs > 0) {
+      metrics.held.inc()
+      await sleep(holdMs)
+    }
+    throw rateLimited(waitMs - holdMs, detail)
+  }
+
+  /** Takes places at once on `keys` until the answer ends (its connection's close included), or refuses. */
+  async function holdPlaces(request: FastifyRequest, reply: FastifyReply, rateClass: RateClass, keys: string[]): Promise<void> {
+    if (inFlight.enter(keys, settings.concurrencyLimits[rateClass]) !== undefined) {
+      metrics.limited.labels(rateClass, 'concurrency').inc()
+      await refuse(request, reply, `concurrency:${keys[0]!}`, 1000, 'Too many requests at once for this caller.')
+    }
+    holdUntilAnswered(request, reply, () => inFlight.leave(keys))
+  }
+
+  async function chargeQuotas(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    rateClass: RateClass,
+    subjects: Subject[],
+    principal: string,
+  ): Promise<void> {
     const { states, refusedMs } = await rates.charge(rateClass, subjects)
     sendQuotas(reply, states)
     if (refusedMs === 0) return
     metrics.limited.labels(rateClass, 'rate').inc()
     metrics.principalRefused(principal)
-    throw rateLimited(refusedMs, 'Too many requests for this caller in this window.')
+    await refuse(request, reply, `rate:${subjects[0]!.key}`, refusedMs, 'Too many requests for this caller in this window.')
+  }
+
+  /**
+   * After the caller's own limits, so that a caller beyond them is refused (429, held back if it
+   * loops) rather than shed, and its excess does not count as the instance's load.
+   */
+  function shed(request: FastifyRequest, reply: FastifyReply, fairness: RouteFairness): void {
+    if (!shedder) return
+    const reason = shedder.admit(fairness.priority)
+    if (reason !== undefined) {
+      for (const release of holdings.get(request) ?? []) release()
+      metrics.shed.labels(fairness.rateClass ?? 'none', fairness.priority, reason).inc()
+      throw problem(503, 'service_unavailable', 'This instance is saturated and sheds less critical requests; retry shortly.', {
+        headers: { 'retry-after': '1' },
+      })
+    }
+    holdUntilAnswered(request, reply, () => shedder.ended())
   }
 
   app.addHook('onRequest', async (request, reply) => {
     const fairness = request.routeOptions.config.fairness
     if (!fairness) return
-    const rateClass = fairness.rateClass ?? 'none'
-    if (shedder) {
-      const shed = shedder.admit(fairness.priority)
-      if (shed !== undefined) {
-        metrics.shed.labels(rateClass, fairness.priority, shed).inc()
-        throw problem(503, 'service_unavailable', 'This instance is saturated and sheds less critical requests; retry shortly.', {
-          headers: { 'retry-after': '1' },
-        })
-      }
-      reply.raw.once('close', () => shedder.ended())
-    }
-    if (!fairness.rateClass) return
+    if (!fairness.rateClass) return shed(request, reply, fairness)
     const address = addressKey(request.ip)
     if (fairness.key === 'principal') {
       const waitMs = refused.refusedMs(address)
       if (waitMs === 0) return
       metrics.limited.labels(fairness.rateClass, 'address').inc()
-      throw rateLimited(waitMs, 'Too many unauthenticated requests from this address.')
+      await refuse(request, reply, `rejected:${address}`, waitMs, 'Too many unauthenticated requests from this address.')
     }
-    holdPlaces(request, reply, fairness.rateClass, [`${fairness.rateClass}:address:${address}`])
-    await chargeQuotas(reply, fairness.rateClass, [{ name: fairness.rateClass, key: `${fairness.rateClass}:address:${address}` }], address)
+    await holdPlaces(request, reply, fairness.rateClass, [`${fairness.rateClass}:address:${address}`])
+    await chargeQuotas(request, reply, fairness.rateClass, [{ name: fairness.rateClass, key: `${fairness.rateClass}:address:${address}` }], address)
+    shed(request, reply, fairness)
   })
 
   // After every onRequest hook, the route's token check among them: the principal is known, nothing read yet.
@@ -135,13 +179,14 @@ async function fairnessPlugin(app: FastifyInstance, { settings, redis, poolWaiti
     if (roleId !== undefined && members.isMember(userId, roleId)) {
       subjects.push({ name: `${fairness.rateClass}-company-role`, key: `${fairness.rateClass}:role:${roleId}` })
     }
-    holdPlaces(
+    await holdPlaces(
       request,
       reply,
       fairness.rateClass,
       subjects.map(({ key }) => key),
     )
-    await chargeQuotas(reply, fairness.rateClass, subjects, `user:${userId}`)
+    await chargeQuotas(request, reply, fairness.rateClass, subjects, `user:${userId}`)
+    shed(request, reply, fairness)
   })
 
   app.addHook('onResponse', async (request, reply) => {

@@ -45,6 +45,25 @@ describe('limits per principal (src/fairness/)', () => {
     expect(other.headers['ratelimit']).toMatch(/^"reads";r=9;t=/)
   })
 
+  it('holds back the refusal of a caller that sends again before its Retry-After is over, not of requests sent together', async () => {
+    const app = await appWith({ RATE_LIMITS: 'reads=2', RATE_LIMIT_WINDOW: '60s' })
+    const alice = await access(app, 'alice@acme.example')
+    const held = async () => Number(/^http_requests_limited_held_total (\d+)$/m.exec(await app.metrics.registry.metrics())![1])
+    const together = await at(25, () => app.inject({ method: 'GET', url: COMPANIES, headers: bearer(alice) }))
+    expect(countOf(together, 429)).toBe(23)
+    expect(await held()).toBe(0)
+    // Sent again after being told to wait: held back, then refused with what is left of the wait.
+    const again = await at(20, () => app.inject({ method: 'GET', url: COMPANIES, headers: bearer(alice) }))
+    expect(statuses(again)).toEqual(Array(20).fill(429))
+    expect(await held()).toBe(20)
+    problemOf(again[0]!, 429, 'rate_limited')
+    expect(Number(again[0]!.headers['retry-after'])).toBeLessThanOrEqual(59)
+    // Another caller's first refusal is its own: answered at once.
+    const bob = await access(app, 'bob@beta.example')
+    await at(3, () => app.inject({ method: 'GET', url: COMPANIES, headers: bearer(bob) }))
+    expect(await held()).toBe(20)
+  })
+
   it('counts writes apart from reads', async () => {
     const app = await appWith({ RATE_LIMITS: 'reads=5,writes=3', RATE_LIMIT_WINDOW: '60s' })
     const alice = await access(app, 'alice@acme.example')
@@ -155,5 +174,14 @@ describe('load shedding by priority', () => {
     expect(shed.headers['retry-after']).toBe('1')
     const ready = await app.inject({ method: 'GET', url: '/health/ready' })
     expect(problemOf(ready, 503, 'service_unavailable').detail).toMatch(/sheds/)
+  })
+
+  it("refuses a caller beyond its own limits (429) before shedding (503): its excess is not the instance's load", async () => {
+    const app = await appWith({ LOAD_SHED: 'in_flight=8', RATE_LIMITS: 'reads=4', RATE_LIMIT_WINDOW: '60s' })
+    const alice = await access(app, 'alice@acme.example')
+    const answers = await at(30, () => app.inject({ method: 'GET', url: documentsUrl(roles.acmeSeller), headers: bearer(alice) }))
+    // 4 within the quota (all in flight at once: large reads are shed from 4), the other 26 over it.
+    expect(countOf(answers, 200)).toBe(4)
+    expect(countOf(answers, 429)).toBe(26)
   })
 })
