@@ -83,6 +83,11 @@ async function accessToken(baseUrl: string, email: string): Promise<string> {
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 const ms = (value: number) => `${value.toFixed(1)} ms`
+/** Every status answered, e.g. `300 × 200, 2 × 429 (p99 1002.0 ms), 0 × 503`. */
+const answered = (measured: Measured) =>
+  Object.entries(measured.byStatus)
+    .map(([status, count]) => `${count} × ${status}${status === '200' ? '' : ` (p99 ${ms(measured.p99ByStatus[status] ?? 0)})`}`)
+    .join(', ') || 'no answer'
 const lines: string[] = []
 const say = (line = '') => {
   lines.push(line)
@@ -111,7 +116,7 @@ async function flood(server: RunningServer): Promise<void> {
     const bobs = await flooding
     const refused = await fetch(server.baseUrl + bob.path, { headers: bob.headers })
     say(
-      `| bob on ${connections} connections | ${Math.round(Object.values(bobs.byStatus).reduce((a, b) => a + b, 0) / (SECONDS + 2))} | ${ms(during.p50)} | ${ms(during.p99)} (${during.timeouts} time-outs) | ${bobs.byStatus['200'] ?? 0} × 200, ${bobs.byStatus['429'] ?? 0} × 429 (p99 ${ms(bobs.p99ByStatus['429'] ?? 0)}), ${bobs.timeouts} time-outs | ${refused.status} Retry-After ${refused.headers.get('retry-after')} |`,
+      `| bob on ${connections} connections | ${Math.round(Object.values(bobs.byStatus).reduce((a, b) => a + b, 0) / (SECONDS + 2))} | ${ms(during.p50)} | ${ms(during.p99)} (${answered(during)}; ${during.timeouts} time-outs) | ${answered(bobs)}, ${bobs.timeouts} time-outs | ${refused.status} Retry-After ${refused.headers.get('retry-after')} |`,
     )
     // The flood's window ends before the next measurement.
     await new Promise((resolve) => setTimeout(resolve, 10_000))
@@ -146,7 +151,7 @@ async function overload(server: RunningServer): Promise<void> {
     `| offered ${rate}/s on 1,000 connections | admitted ${Math.round(admittedRps)}/s (${((100 * admittedRps) / capacity.rps).toFixed(0)} % of capacity), p99 ${ms(over.p99ByStatus['200'] ?? 0)} | shed ${over.byStatus['503'] ?? 0} (p99 ${ms(over.p99ByStatus['503'] ?? 0)}), ${over.byStatus['429'] ?? 0} × 429, ${over.timeouts} time-outs |`,
   )
   say(
-    `| refresh and webhook, 10/s each meanwhile | refresh ${JSON.stringify(refreshes.byStatus)}, webhook ${JSON.stringify(webhooks.byStatus)} | RSS ${rssBefore} → ${rssMiB(server.pid) ?? 0} MiB |`,
+    `| refresh and webhook, 10/s each meanwhile | refresh ${answered(refreshes)} (${refreshes.timeouts} time-outs), webhook ${answered(webhooks)} (${webhooks.timeouts} time-outs) | RSS ${rssBefore} → ${rssMiB(server.pid) ?? 0} MiB |`,
   )
 }
 
