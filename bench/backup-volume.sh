@@ -56,5 +56,5 @@ until curl -fsS -o /dev/null -H 'content-type: application/json' -d '{"email":"a
   "http://127.0.0.1:$service_port/api/auth/v1/token" 2>/dev/null; do sleep 0.2; done
 rto_s=$(echo "$(now) - $started" | bc)
 gb=$(echo "scale=3; $size / 1073741824" | bc)
-printf 'factor %s: database %.2f GB; full backup %.0f s, %.0f MB in the repository; restore %.0f s (%.0f s per GB), PostgreSQL promoted after %.0f s, first 2xx after %.0f s (RTO); load average %s\n' \
-  "$factor" "$gb" "$backup_s" "$(echo "$stored / 1048576" | bc)" "$restore_s" "$(echo "$restore_s / $gb" | bc)" "$postgres_s" "$rto_s" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'factor %s: database %.2f GB; full backup %.0f s, %.0f MB in the repository; restore %.0f s (%.1f s per GB), PostgreSQL promoted after %.0f s, first 2xx after %.0f s (RTO); load average %s\n' \
+  "$factor" "$gb" "$backup_s" "$(echo "$stored / 1048576" | bc)" "$restore_s" "$(echo "scale=2; $restore_s / $gb" | bc)" "$postgres_s" "$rto_s" "$(cut -d' ' -f1-3 /proc/loadavg)"
