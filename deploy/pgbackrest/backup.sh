@@ -6,9 +6,6 @@
 #   0 1 * * 1-6 postgres  /etc/pgbackrest/backup.sh diff
 # BACKUP_RECORD_DATABASE: the service's database (default receivables); psql's PG* variables reach it.
 set -euo pipefail
-# The passphrase and retention (pgbackrest.env), unless the environment has them already.
-env_file=${PGBACKREST_ENV_FILE:-/etc/pgbackrest/pgbackrest.env}
-if [ -z "${PGBACKREST_REPO1_CIPHER_PASS+set}" ] && [ -r "$env_file" ]; then set -a && . "$env_file" && set +a; fi
 type=${1:?usage: backup.sh full|diff|incr}
 database=${BACKUP_RECORD_DATABASE:-receivables}
 stanza=${PGBACKREST_STANZA:-receivables}

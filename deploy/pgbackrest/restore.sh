@@ -7,9 +7,6 @@
 # archive_mode off: it archives into the repository only once it is the primary (docs/runbook.md,
 # "Restoring to a point in time").
 set -euo pipefail
-# The passphrase and retention (pgbackrest.env), unless the environment has them already.
-env_file=${PGBACKREST_ENV_FILE:-/etc/pgbackrest/pgbackrest.env}
-if [ -z "${PGBACKREST_REPO1_CIPHER_PASS+set}" ] && [ -r "$env_file" ]; then set -a && . "$env_file" && set +a; fi
 usage="usage: restore.sh latest|'YYYY-MM-DD HH:MM:SS+00'|name:<restore point> NEW_DATA_DIR [pgbackrest options]"
 target=${1:?$usage}
 dir=${2:?$usage}
@@ -18,13 +15,18 @@ stanza=${PGBACKREST_STANZA:-receivables}
 refuse() { echo "restore.sh: $*; nothing was restored" >&2; exit 2; }
 stamp() { date -u -d "@$1" '+%F %T+00'; }
 
-[ -n "${PGBACKREST_REPO1_CIPHER_PASS:-}" ] || refuse "PGBACKREST_REPO1_CIPHER_PASS is not set (the repository's passphrase)"
 if [ -d "$dir" ] && [ -n "$(ls -A "$dir")" ]; then refuse "$dir is not empty: restore into a new data directory"; fi
 
-info=$(pgbackrest --stanza="$stanza" --output=json info) || refuse "the repository cannot be read (pgbackrest info failed)"
+passphrase="repo1-cipher-pass (/etc/pgbackrest/conf.d/secrets.conf, or PGBACKREST_REPO1_CIPHER_PASS)"
+errors=$(mktemp)
+trap 'rm -f "$errors"' EXIT
+info=$(pgbackrest --stanza="$stanza" --output=json info 2>"$errors") || {
+  grep -q 'requires option: repo1-cipher-pass' "$errors" && refuse "the repository's passphrase is not set: $passphrase"
+  refuse "the repository cannot be read: $(head -n 1 "$errors")"
+}
 # A wrong passphrase decrypts the repository's files to noise: pgBackRest names a FormatError.
 if ! status=$(jq -r '.[0].status.code' <<<"$info" 2>/dev/null) || [ "$status" != 0 ]; then
-  grep -q FormatError <<<"$info" && refuse "the repository does not decrypt: PGBACKREST_REPO1_CIPHER_PASS is wrong"
+  grep -q FormatError <<<"$info" && refuse "the repository does not decrypt: $passphrase is wrong"
   refuse "the repository is not usable: $(jq -r '.[0].status.message' <<<"$info" 2>/dev/null || head -c 300 <<<"$info")"
 fi
 oldest=$(jq -r '[.[0].backup[].timestamp.stop] | min // empty' <<<"$info")

@@ -1,7 +1,7 @@
 import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { rmSync } from 'node:fs'
-import { appendFile, chmod, chown, copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises'
+import { appendFile, chmod, chown, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { freePort } from '../helpers/ports.js'
@@ -9,7 +9,7 @@ import { queryOnce, streamingUnavailable } from './streaming.js'
 
 /**
  * A PostgreSQL primary archiving to a pgBackRest repository on this machine, as deploy/pgbackrest/
- * runs it: pgbackrest.conf as it is, with this machine's folders and ports in pgBackRest's
+ * runs it: pgbackrest.conf and conf.d/secrets.conf as they are, with this machine's folders and ports in pgBackRest's
  * environment (PGBACKREST_<OPTION> overrides the file), the archive_command of deploy/ha/patroni.yml,
  * and deploy/pgbackrest/backup.sh and restore.sh as an operator runs them. Plain clusters (initdb,
  * pg_ctl): a restore makes a new one from the repository, in a data directory of its own.
@@ -52,7 +52,7 @@ export interface CommandRun {
 
 export interface ArchivedCluster {
   root: string
-  /** pgBackRest's environment: the shipped file, this machine's folders, the passphrase. */
+  /** pgBackRest's environment: the shipped files (the passphrase in conf.d/), this machine's folders. */
   env: Record<string, string>
   /** The running servers by port, each with its data directory. */
   url(port: number, database: string): string
@@ -110,16 +110,22 @@ export async function waitFor<T>(what: string, timeoutMs: number, check: () => P
 export async function startArchivedCluster(options: { archiveTimeout: string }): Promise<ArchivedCluster> {
   const user = owner()
   const root = await mkdtemp(path.join(tmpdir(), 'restore-drill-'))
-  for (const dir of ['', 'repo', 'spool', 'log', 'lock']) {
+  for (const dir of ['', 'repo', 'spool', 'log', 'lock', 'conf.d']) {
     await mkdir(path.join(root, dir), { recursive: true })
     if (user) await chown(path.join(root, dir), user.uid, user.gid)
   }
   await chmod(root, 0o755)
   await copyFile(path.join(DEPLOY, 'pgbackrest.conf'), path.join(root, 'pgbackrest.conf'))
   await chmod(path.join(root, 'pgbackrest.conf'), 0o644)
+  // The shipped secrets file with a passphrase of its own: every command, PostgreSQL's included, reads it.
+  const secrets = path.join(root, 'conf.d', 'secrets.conf')
+  const shipped = await readFile(path.join(DEPLOY, 'conf.d', 'secrets.conf'), 'utf8')
+  await writeFile(secrets, shipped.replace(/^repo1-cipher-pass=.*$/m, `repo1-cipher-pass=${randomBytes(24).toString('base64')}`), { mode: 0o600 })
+  if (user) await chown(secrets, user.uid, user.gid)
   const primary = { port: await freePort(), dataDir: path.join(root, 'node0') }
   const env: Record<string, string> = {
     PGBACKREST_CONFIG: path.join(root, 'pgbackrest.conf'),
+    PGBACKREST_CONFIG_INCLUDE_PATH: path.join(root, 'conf.d'),
     PGBACKREST_REPO1_PATH: path.join(root, 'repo'),
     PGBACKREST_SPOOL_PATH: path.join(root, 'spool'),
     PGBACKREST_LOG_PATH: path.join(root, 'log'),
@@ -127,7 +133,6 @@ export async function startArchivedCluster(options: { archiveTimeout: string }):
     PGBACKREST_PG1_PATH: primary.dataDir,
     PGBACKREST_PG1_PORT: String(primary.port),
     PGBACKREST_PG1_SOCKET_PATH: root,
-    PGBACKREST_REPO1_CIPHER_PASS: randomBytes(24).toString('base64'),
   }
   const running = new Map<string, number>()
   const run = (command: string, args: string[], extra: Record<string, string> = {}) => runAs(command, args, { ...env, ...extra })

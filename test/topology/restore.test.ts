@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { rename, rm, stat } from 'node:fs/promises'
+import { mkdir, rename, rm, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEMO } from '../../db/seed/ids.js'
@@ -251,11 +251,14 @@ describe.skipIf(unavailable !== undefined)(
       const later = new Date(Date.now() + 3_600_000).toISOString()
       expect(await lines(later)).toMatch(window)
       expect(await lines('yesterday-ish')).toBe("2 restore.sh: 'yesterday-ish' is not a time, latest or name:<restore point>; nothing was restored")
-      expect(await lines('latest', { PGBACKREST_REPO1_CIPHER_PASS: '' })).toBe(
-        "2 restore.sh: PGBACKREST_REPO1_CIPHER_PASS is not set (the repository's passphrase); nothing was restored",
+      const passphrase = 'repo1-cipher-pass (/etc/pgbackrest/conf.d/secrets.conf, or PGBACKREST_REPO1_CIPHER_PASS)'
+      const noSecrets = path.join(cluster.root, 'no-secrets')
+      await mkdir(noSecrets)
+      expect(await lines('latest', { PGBACKREST_CONFIG_INCLUDE_PATH: noSecrets })).toBe(
+        `2 restore.sh: the repository's passphrase is not set: ${passphrase}; nothing was restored`,
       )
       expect(await lines('latest', { PGBACKREST_REPO1_CIPHER_PASS: 'not-the-passphrase' })).toBe(
-        '2 restore.sh: the repository does not decrypt: PGBACKREST_REPO1_CIPHER_PASS is wrong; nothing was restored',
+        `2 restore.sh: the repository does not decrypt: ${passphrase} is wrong; nothing was restored`,
       )
       await expect(stat(target)).rejects.toThrow()
     }, 60_000)
