@@ -217,6 +217,8 @@ export interface HaCluster {
   patroniLog(index: number): Promise<string>
   /** With `pgbackrest`: pgBackRest's environment on node `index` (its repository, paths, port, passphrase). */
   pgbackrestEnv(index: number): Record<string, string>
+  /** Node `index`'s Patroni environment and its configuration folder: for `patronictl -c <conf>` as an operator runs it there. */
+  patroniEnv(index: number): { env: Record<string, string>; conf: string }
   /** Stops every process of the cluster and removes its folders. */
   stop(): Promise<void>
 }
@@ -568,6 +570,10 @@ export async function startHaCluster(nodesOrCount: number | HaNodeOptions[] = 3,
     logs,
     patroniLog: (index) => readFile(path.join(nodes[index]!.dir, 'patroni.log'), 'utf8'),
     pgbackrestEnv: (index) => pgbackrestEnv(nodes[index]!),
+    patroniEnv: (index) => {
+      const node = nodes[index]!
+      return { env: { HOME: node.dir, ...patroniEnvironment(node, `127.0.0.1:${etcdClient}`, passwords) }, conf: path.join(node.dir, 'conf') }
+    },
     async stop() {
       process.removeListener('exit', killAll)
       if (haproxy?.pid) signal(haproxy.pid, 'SIGKILL')
