@@ -27,6 +27,12 @@ describe.skipIf(unavailable !== undefined)('Patroni with pgBackRest (deploy/ha/p
     return result.output
   }
 
+  /** patronictl as an operator types it on node `index` (CONF: its configuration). */
+  const patronictl = (index: number, command: string) => {
+    const { env, conf } = cluster.patroniEnv(index)
+    return onNode(index, 'bash', ['-c', command.replaceAll('CONF', conf)], env)
+  }
+
   beforeAll(async () => {
     cluster = await startHaCluster(2, { pgbackrest: true })
   }, 300_000)
@@ -57,8 +63,8 @@ describe.skipIf(unavailable !== undefined)('Patroni with pgBackRest (deploy/ha/p
 
     const logBefore = (await cluster.patroniLog(standby)).length
     const node = cluster.nodes[standby]!
-    const response = await fetch(`http://127.0.0.1:${node.apiPort}/reinitialize`, { method: 'POST', body: JSON.stringify({ force: true }) })
-    expect(response.status, await response.text()).toBe(200)
+    // docs/runbook.md, "Rebuilding a replica from the repository".
+    await patronictl(standby, `patronictl -c CONF reinit receivables ${node.name} --force --wait`)
     const created = await waitFor('the replica re-created', 180_000, async () => {
       const match = /replica has been created using (\w+)/.exec((await cluster.patroniLog(standby)).slice(logBefore))
       return match?.[1]
@@ -73,10 +79,6 @@ describe.skipIf(unavailable !== undefined)('Patroni with pgBackRest (deploy/ha/p
 
   // docs/runbook.md, "After losing every node", its commands in order (systemctl is the harness's stopNode and startNode).
   it('brings the cluster back after every node lost its data, as the runbook does: restored leader, archiving again on its new timeline, the other node rebuilt', async () => {
-    const patronictl = (index: number, command: string) => {
-      const { env, conf } = cluster.patroniEnv(index)
-      return onNode(index, 'bash', ['-c', command.replaceAll('CONF', conf)], env)
-    }
     const leader = (await cluster.primary())!
     await cluster.sql(leader, 'CREATE TABLE before_the_loss AS SELECT 7 AS answer')
     await onNode(leader, 'pgbackrest', ['--stanza=receivables', 'check'])
