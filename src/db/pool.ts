@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { sql, type Kysely, type PostgresPool, type PostgresPoolClient } from 'kysely'
 import pg from 'pg'
 import { CommitNotReplicated, DatabaseConfigurationError, DatabaseReadOnly, DatabaseTimeout, isDatabaseReadOnly } from './errors.js'
+import { FairGate } from './fair-gate.js'
 import { currentWriteLedger, type WriteLedger } from './write-ledger.js'
 
 /** Statements worth naming: the application's DML, not DDL or session commands. */
@@ -79,6 +80,8 @@ export interface ServicePoolOptions {
 export class ServicePool implements PostgresPool {
   private readonly names = new Map<string, string>()
   private pool: pg.Pool
+  /** The connections' turns per caller when all are taken (src/db/fair-gate.ts), in front of pg's own FIFO queue. */
+  private readonly gate: FairGate
   /** Pools replaced (a read-only server, refused settings), closing as their connections come back. */
   private readonly retiring = new Set<Promise<void>>()
   /** `begin` as sent: with the transaction's own timeouts, in the same round trip. */
@@ -100,13 +103,14 @@ export class ServicePool implements PostgresPool {
   }
 
   get waitingCount(): number {
-    return this.pool.waitingCount
+    return this.gate.waitingCount + this.pool.waitingCount
   }
 
   constructor(private readonly options: ServicePoolOptions) {
     this.settingsSent = options.settings.length > 0
     this.namedStatements = options.namedStatements
     this.pool = this.makePool()
+    this.gate = new FairGate(options.config.max ?? 10, options.config.connectionTimeoutMillis ?? 0)
     const timeoutMs = options.transactionTimeoutMs
     this.begin = timeoutMs ? `SET LOCAL statement_timeout = ${timeoutMs}; SET LOCAL idle_in_transaction_session_timeout = ${timeoutMs}` : undefined
   }
@@ -137,6 +141,18 @@ export class ServicePool implements PostgresPool {
     // A request answered already (HANDLER_TIMEOUT) starts nothing more (src/db/write-ledger.ts).
     const ledger = currentWriteLedger()
     if (ledger?.abandoned) throw ledger.abandoned
+    const leave = await this.gate.acquire(ledger?.caller ?? '')
+    try {
+      const { client, source } = await this.connectClient()
+      return this.wrap(client, source, ledger, leave)
+    } catch (error) {
+      leave()
+      throw error
+    }
+  }
+
+  /** A client of the current pool, the settings dropped if the server refuses them, checked once. */
+  private async connectClient(): Promise<{ client: pg.PoolClient; source: pg.Pool }> {
     const pool = this.pool
     let client: pg.PoolClient
     let source = pool
@@ -168,7 +184,7 @@ export class ServicePool implements PostgresPool {
         throw error
       }
     }
-    return this.wrap(client, source, ledger)
+    return { client, source }
   }
 
   async end(): Promise<void> {
@@ -287,7 +303,7 @@ export class ServicePool implements PostgresPool {
    * The connection as Kysely uses it: each statement timed, `begin` sent with the transaction's
    * timeouts, and the request's ledger told what may have committed (src/db/write-ledger.ts).
    */
-  private wrap(client: pg.PoolClient, pool: pg.Pool, ledger: WriteLedger | undefined): PostgresPoolClient {
+  private wrap(client: pg.PoolClient, pool: pg.Pool, ledger: WriteLedger | undefined, leave: () => void): PostgresPoolClient {
     let broken: Error | undefined
     /** Inside a transaction: how to leave the ledger's list of transactions it may close. */
     let inTransaction: (() => void) | undefined
@@ -360,6 +376,7 @@ export class ServicePool implements PostgresPool {
       release: () => {
         inTransaction?.()
         client.release(broken)
+        leave()
       },
     }
   }

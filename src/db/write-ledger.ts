@@ -19,6 +19,8 @@ export class WriteLedger {
   private readonly openTransactions = new Set<(reason: Error) => void>()
   /** Why the request was answered without waiting (set by `abandon`). */
   abandoned: Error | undefined
+  /** Whose turn it waits in when every connection is taken (src/db/fair-gate.ts): its principal or address, once known. */
+  caller: string | undefined
 
   get outcome(): 'none' | 'maybe' {
     return this.mayHaveCommitted > 0 ? 'maybe' : 'none'

@@ -153,6 +153,11 @@ async function fairnessPlugin(app: FastifyInstance, { settings, redis, poolWaiti
     holdUntilAnswered(request, reply, () => shedder.ended())
   }
 
+  /** Admitted: when every database connection is taken, it waits its caller's turn (src/db/fair-gate.ts). */
+  function waitsAs(request: FastifyRequest, caller: string): void {
+    if (request.writes) request.writes.caller = caller
+  }
+
   app.addHook('onRequest', async (request, reply) => {
     const fairness = request.routeOptions.config.fairness
     if (!fairness) return
@@ -167,6 +172,7 @@ async function fairnessPlugin(app: FastifyInstance, { settings, redis, poolWaiti
     await holdPlaces(request, reply, fairness.rateClass, [`${fairness.rateClass}:address:${address}`])
     await chargeQuotas(request, reply, fairness.rateClass, [{ name: fairness.rateClass, key: `${fairness.rateClass}:address:${address}` }], address)
     shed(request, reply, fairness)
+    waitsAs(request, `address:${address}`)
   })
 
   // After every onRequest hook, the route's token check among them: the principal is known, nothing read yet.
@@ -187,6 +193,7 @@ async function fairnessPlugin(app: FastifyInstance, { settings, redis, poolWaiti
     )
     await chargeQuotas(request, reply, fairness.rateClass, subjects, `user:${userId}`)
     shed(request, reply, fairness)
+    waitsAs(request, `user:${userId}`)
   })
 
   app.addHook('onResponse', async (request, reply) => {
