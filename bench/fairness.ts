@@ -33,6 +33,8 @@ interface Measured {
   /** p99 of the answers of each status, in ms. */
   p99ByStatus: Record<string, number>
   timeouts: number
+  /** Requests sent, answered or not: autocannon counts no time-out for one the window ended on. */
+  sent: number
 }
 
 const p = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
@@ -57,7 +59,7 @@ function measure(baseUrl: string, spec: LoadSpec, connections: number, seconds: 
             0.99,
           )
         }
-        resolve({ rps: result.requests.average, byStatus, p50: p(all, 0.5), p99: p(all, 0.99), p99ByStatus, timeouts: result.timeouts })
+        resolve({ rps: result.requests.average, byStatus, p50: p(all, 0.5), p99: p(all, 0.99), p99ByStatus, timeouts: result.timeouts, sent: result.requests.sent })
       },
     )
     instance.on('response', (_client, status, _bytes, ms) => {
@@ -87,7 +89,7 @@ const ms = (value: number) => `${value.toFixed(1)} ms`
 const answered = (measured: Measured) =>
   Object.entries(measured.byStatus)
     .map(([status, count]) => `${count} × ${status}${status === '200' ? '' : ` (p99 ${ms(measured.p99ByStatus[status] ?? 0)})`}`)
-    .join(', ') || 'no answer'
+    .join(', ') || `no answer of ${measured.sent} sent`
 const lines: string[] = []
 const say = (line = '') => {
   lines.push(line)
@@ -184,7 +186,7 @@ async function main(): Promise<void> {
       .map((value) => value.toFixed(1))
       .join(
         ', ',
-      )} (a shared machine, busy with other engineers' runs: absolute figures are inflated, compare within a run). ${SECONDS} s per measurement, autocannon in the runner's process.`,
+      )} (${loadavg()[0]! < cpus().length ? 'quiet: nothing else ran' : 'a busy machine: absolute figures are inflated, compare within a run'}). ${SECONDS} s per measurement, autocannon in the runner's process.`,
   )
   await recreateBenchDatabase(DATABASE_URL)
   if (ONLY !== 'fleet') await oneInstance()
