@@ -59,7 +59,15 @@ function measure(baseUrl: string, spec: LoadSpec, connections: number, seconds: 
             0.99,
           )
         }
-        resolve({ rps: result.requests.average, byStatus, p50: p(all, 0.5), p99: p(all, 0.99), p99ByStatus, timeouts: result.timeouts, sent: result.requests.sent })
+        resolve({
+          rps: result.requests.average,
+          byStatus,
+          p50: p(all, 0.5),
+          p99: p(all, 0.99),
+          p99ByStatus,
+          timeouts: result.timeouts,
+          sent: result.requests.sent,
+        })
       },
     )
     instance.on('response', (_client, status, _bytes, ms) => {
