@@ -1,4 +1,4 @@
-import { execSync } from 'node:child_process'
+import { execFile, execSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { cpus, loadavg } from 'node:os'
 import autocannon from 'autocannon'
@@ -79,6 +79,46 @@ function measure(baseUrl: string, spec: LoadSpec, connections: number, seconds: 
   })
 }
 
+/** `spec`'s requests at `ratePerSecond` for `seconds`, sent by bench/paced.ts from a process of its own. */
+async function paced(baseUrl: string, spec: LoadSpec, ratePerSecond: number, seconds: number): Promise<Measured> {
+  const [template] = spec.requests as [{ method: string; headers?: Record<string, string>; setupRequest: (request: object) => { body?: string } }]
+  const requests = Array.from({ length: ratePerSecond * seconds }, () => ({
+    path: spec.path,
+    method: template.method,
+    headers: template.headers ?? {},
+    body: template.setupRequest({}).body,
+  }))
+  const input = JSON.stringify({ baseUrl, ratePerSecond, timeoutMs: 10_000, requests })
+  const output = await new Promise<string>((resolve, reject) => {
+    const child = execFile(process.execPath, ['--import', 'tsx', 'bench/paced.ts'], { maxBuffer: 1 << 24 }, (error, stdout) =>
+      error ? reject(error) : resolve(stdout),
+    )
+    child.stdin!.end(input)
+  })
+  const answers = JSON.parse(output) as { status: number; ms: number }[]
+  const answered = answers.filter(({ status }) => status !== 0)
+  const byStatus: Record<string, number> = {}
+  const p99ByStatus: Record<string, number> = {}
+  for (const status of new Set(answered.map((answer) => answer.status))) {
+    const times = answered.filter((answer) => answer.status === status).map(({ ms }) => ms)
+    byStatus[status] = times.length
+    p99ByStatus[status] = p(
+      times.sort((a, b) => a - b),
+      0.99,
+    )
+  }
+  const all = answered.map(({ ms }) => ms).sort((a, b) => a - b)
+  return {
+    rps: answered.length / seconds,
+    byStatus,
+    p50: p(all, 0.5),
+    p99: p(all, 0.99),
+    p99ByStatus,
+    timeouts: answers.length - answered.length,
+    sent: answers.length,
+  }
+}
+
 /** A login, tried again on a busy machine (its 503: the password-hashing queue full, or HANDLER_TIMEOUT). */
 async function accessToken(baseUrl: string, email: string): Promise<string> {
   for (let attempt = 1; ; attempt++) {
@@ -151,8 +191,8 @@ async function overload(server: RunningServer): Promise<void> {
   const rssBefore = rssMiB(server.pid) ?? 0
   const [over, refreshes, webhooks] = await Promise.all([
     measure(server.baseUrl, reads, 1000, SECONDS, rate),
-    measure(server.baseUrl, refresh, 2, SECONDS, 10),
-    measure(server.baseUrl, webhook, 2, SECONDS, 10),
+    paced(server.baseUrl, refresh, 10, SECONDS),
+    paced(server.baseUrl, webhook, 10, SECONDS),
   ])
   const admitted = over.byStatus['200'] ?? 0
   const admittedRps = admitted / SECONDS
