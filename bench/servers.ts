@@ -46,6 +46,12 @@ export function productionNodeFlags(root = REPO_ROOT): string[] {
  * its own process on a free loopback port, with NODE_ENV=production, the bench's own secrets
  * (bench/secrets.ts) and ALLOW_DEMO_DATA=true: the bench's database holds the demo accounts. Resolves once `/health/ready` answers 200, with the start-up times.
  */
+/** Quotas and requests at once that no bench reaches (src/fairness/). */
+export const UNREACHED_LIMITS = {
+  RATE_LIMITS: 'reads=999999999,writes=999999999,authentication=999999999,webhooks=999999999',
+  CONCURRENCY_LIMITS: 'reads=999999,writes=999999,authentication=999999,webhooks=999999',
+}
+
 export async function startService(options: ServiceOptions): Promise<RunningServer> {
   const port = await freePort()
   // Metrics served as in production (on by default), on a port of its own: several services run at once.
@@ -65,10 +71,14 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     // One bench user sends more new Idempotency-Keys in a run than a caller's quota allows (its 429s
     // would be measured as keyed writes); the quota's own cost is one counter either way.
     IDEMPOTENCY_KEYS_PER_CALLER: '99999999',
+    // A bench user reads thousands a second, over its quota (300/s): the limits stay in the path,
+    // out of reach, or the figures are of 429s. bench:fairness sets them back (undefined: the defaults).
+    ...UNREACHED_LIMITS,
     METRICS_PORT: String(metricsPort),
     ...(options.database.kind === 'postgres' ? { DATABASE_URL: options.database.url } : { PGLITE_DIR: options.database.dir }),
     ...options.env,
   }
+  for (const [name, value] of Object.entries(env)) if (value === undefined) delete env[name]
   const spawnedAt = performance.now()
   const root = options.root ?? REPO_ROOT
   const child = spawnNode({
