@@ -1,5 +1,14 @@
 import { mkdir } from 'node:fs/promises'
-import { Kysely, Migrator, PostgresDialect, sql, type KyselyConfig } from 'kysely'
+import {
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  PostgresIntrospector,
+  sql,
+  type DatabaseIntrospector,
+  type KyselyConfig,
+  type TableMetadata,
+} from 'kysely'
 import pg from 'pg'
 import { migrationProvider, migrations } from '../../db/migrations/index.js'
 import { lockDataDir } from './data-dir-lock.js'
@@ -109,6 +118,31 @@ function withoutUrlOptions(connectionString: string): { connectionString: string
   return { connectionString: url.toString(), urlOptions }
 }
 
+/**
+ * The tables of the search path, by name: all Kysely's migrator asks of an introspector. Kysely's
+ * own lists every column of every schema through pg_get_serial_sequence(name), a statement that fails
+ * when another session drops one of those tables meanwhile (schemas migrated side by side in tests).
+ */
+class SearchPathIntrospector extends PostgresIntrospector {
+  constructor(private readonly database: Kysely<unknown>) {
+    super(database)
+  }
+
+  override async getTables(): Promise<TableMetadata[]> {
+    const { rows } = await sql<{ schema: string; name: string; kind: string }>`
+      SELECT n.nspname AS schema, c.relname AS name, c.relkind AS kind
+        FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+       WHERE n.nspname = ANY (current_schemas(false)) AND c.relkind IN ('r', 'v', 'p')`.execute(this.database)
+    return rows.map(({ schema, name, kind }) => ({ schema, name, isView: kind === 'v', columns: [] }))
+  }
+}
+
+class ServiceDialect extends PostgresDialect {
+  override createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
+    return new SearchPathIntrospector(db)
+  }
+}
+
 export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle {
   const types = {
     getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
@@ -136,7 +170,7 @@ export function createPostgresDatabase(options: PostgresOptions): DatabaseHandle
     onConfigurationError: options.onConfigurationError ?? ((message) => process.stderr.write(`configuration error: ${message}\n`)),
   })
   return {
-    db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...(options.log ? { log: options.log } : {}) }),
+    db: new Kysely<Database>({ dialect: new ServiceDialect({ pool }), ...(options.log ? { log: options.log } : {}) }),
     kind: 'postgres',
     created: false,
     problems: pool.problems,
