@@ -86,13 +86,14 @@ export class FairGate {
 
   /** The waiting share holding the fewest connections; of equals, the one served longest ago. */
   private nextShare(): string {
-    let best: string | undefined
-    let rank = [Infinity, Infinity]
+    let best = ''
+    let [fewest, oldestTurn] = [Infinity, Infinity]
     for (const share of this.queues.keys()) {
-      const candidate = [this.held.get(share) ?? 0, this.lastTurn.get(share) ?? 0]
-      if (candidate[0]! < rank[0]! || (candidate[0] === rank[0] && candidate[1]! < rank[1]!)) [best, rank] = [share, candidate]
+      const held = this.held.get(share) ?? 0
+      const turn = this.lastTurn.get(share) ?? 0
+      if (held < fewest || (held === fewest && turn < oldestTurn)) [best, fewest, oldestTurn] = [share, held, turn]
     }
-    return best!
+    return best
   }
 
   /** A share that neither holds nor waits: nothing kept of it. */

@@ -85,6 +85,11 @@ async function fairnessPlugin(app: FastifyInstance, { settings, redis, poolWaiti
     route.config = { ...config, fairness: routeFairness({ url: route.url, method: route.method, authenticated, priority: config.priority }) }
   })
 
+  /** Lets go at once of what the request holds: it is being refused or shed. */
+  function letGo(request: FastifyRequest): void {
+    for (const release of holdings.get(request) ?? []) release()
+  }
+
   function holdUntilAnswered(request: FastifyRequest, reply: FastifyReply, release: () => void): void {
     let released = false
     const once = () => {
@@ -103,7 +108,7 @@ async function fairnessPlugin(app: FastifyInstance, { settings, redis, poolWaiti
    * last refusal's wait (RefusalHolds), its Retry-After then what is left of that wait.
    */
   async function refuse(request: FastifyRequest, reply: FastifyReply, caller: string, waitMs: number, detail: string): Promise<never> {
-    for (const release of holdings.get(request) ?? []) release()
+    letGo(request)
     const holdMs = holds.holdMs(caller, waitMs, performance.now() - reply.elapsedTime)
     if (holdMs > 0) {
       metrics.held.inc()
@@ -144,7 +149,7 @@ async function fairnessPlugin(app: FastifyInstance, { settings, redis, poolWaiti
     if (!shedder) return
     const reason = shedder.admit(fairness.priority)
     if (reason !== undefined) {
-      for (const release of holdings.get(request) ?? []) release()
+      letGo(request)
       metrics.shed.labels(fairness.rateClass ?? 'none', fairness.priority, reason).inc()
       throw problem(503, 'service_unavailable', 'This instance is saturated and sheds less critical requests; retry shortly.', {
         headers: { 'retry-after': '1' },

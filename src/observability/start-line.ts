@@ -11,18 +11,18 @@ export interface DemoAtStart {
 }
 
 /**
- * Listens, and says so in one line a person can act on: the URL to open (localhost when bound to
- * every interface), the API docs, and on the embedded demo database the demo login; in production
- * on a database holding demo accounts (ALLOW_DEMO_DATA=true) that line is a warning naming them.
- * Fastify's own lines (one per network interface) are kept out of the log meanwhile. Answers the URL.
- */
-/**
  * Connections the kernel queues while the event loop is busy (capped by net.core.somaxconn). Node's
  * 511 dropped the SYNs of a gateway or a flood opening a thousand at once: their clients wait 1, 3,
  * 7 s to try again, and time out, where a queued connection is answered (or shed) at once.
  */
 const LISTEN_BACKLOG = 4096
 
+/**
+ * Listens, and says so in one line a person can act on: the URL to open (localhost when bound to
+ * every interface), the API docs, and on the embedded demo database the demo login; in production
+ * on a database holding demo accounts (ALLOW_DEMO_DATA=true) that line is a warning naming them.
+ * Fastify's own lines (one per network interface) are kept out of the log meanwhile. Answers the URL.
+ */
 export async function listenAndAnnounce(app: FastifyInstance, config: Config, demo: DemoAtStart = {}): Promise<string> {
   const level = app.log.level
   if (['info', 'debug', 'trace'].includes(level)) app.log.level = 'warn'
