@@ -131,8 +131,6 @@ async function startVariants(options: Options): Promise<Measured[]> {
             logLevel: 'info',
             poolSize: 10,
             nodeArgs: variant.nodeArgs,
-            // One bench user sends far more than a principal's quota (its 429s would be measured as
-            // reads); the limits still count every request, so their cost stays in the figures.
             env: variant.env,
             ...(variant.root ? { root: variant.root } : {}),
           }),

@@ -39,43 +39,41 @@ interface Measured {
 
 const p = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
 
+interface Answer {
+  /** 0: none within the time-out. */
+  status: number
+  ms: number
+}
+
+/** The answers' counts and latencies, overall and per status. */
+function tally(answers: Answer[]): Pick<Measured, 'byStatus' | 'p50' | 'p99' | 'p99ByStatus'> {
+  const byStatus: Record<string, number> = {}
+  const p99ByStatus: Record<string, number> = {}
+  for (const status of new Set(answers.map((answer) => answer.status))) {
+    const times = answers.filter((answer) => answer.status === status).map(({ ms }) => ms)
+    byStatus[status] = times.length
+    p99ByStatus[status] = p(
+      times.sort((a, b) => a - b),
+      0.99,
+    )
+  }
+  const all = answers.map(({ ms }) => ms).sort((a, b) => a - b)
+  return { byStatus, p50: p(all, 0.5), p99: p(all, 0.99), p99ByStatus }
+}
+
 /** One autocannon load, its latencies kept per status. */
 function measure(baseUrl: string, spec: LoadSpec, connections: number, seconds: number, overallRate?: number): Promise<Measured> {
   const { path, ...rest } = spec
-  const all: number[] = []
-  const perStatus = new Map<number, number[]>()
+  const answers: Answer[] = []
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       { url: baseUrl + path, ...rest, connections, duration: seconds, timeout: 10, ...(overallRate ? { overallRate } : {}) },
       (error, result) => {
         if (error) return reject(error)
-        all.sort((a, b) => a - b)
-        const byStatus: Record<string, number> = {}
-        const p99ByStatus: Record<string, number> = {}
-        for (const [status, times] of perStatus) {
-          byStatus[status] = times.length
-          p99ByStatus[status] = p(
-            times.sort((a, b) => a - b),
-            0.99,
-          )
-        }
-        resolve({
-          rps: result.requests.average,
-          byStatus,
-          p50: p(all, 0.5),
-          p99: p(all, 0.99),
-          p99ByStatus,
-          timeouts: result.timeouts,
-          sent: result.requests.sent,
-        })
+        resolve({ rps: result.requests.average, ...tally(answers), timeouts: result.timeouts, sent: result.requests.sent })
       },
     )
-    instance.on('response', (_client, status, _bytes, ms) => {
-      all.push(ms)
-      const list = perStatus.get(status) ?? []
-      list.push(ms)
-      perStatus.set(status, list)
-    })
+    instance.on('response', (_client, status, _bytes, ms) => answers.push({ status, ms }))
   })
 }
 
@@ -95,28 +93,9 @@ async function paced(baseUrl: string, spec: LoadSpec, ratePerSecond: number, sec
     )
     child.stdin!.end(input)
   })
-  const answers = JSON.parse(output) as { status: number; ms: number }[]
+  const answers = JSON.parse(output) as Answer[]
   const answered = answers.filter(({ status }) => status !== 0)
-  const byStatus: Record<string, number> = {}
-  const p99ByStatus: Record<string, number> = {}
-  for (const status of new Set(answered.map((answer) => answer.status))) {
-    const times = answered.filter((answer) => answer.status === status).map(({ ms }) => ms)
-    byStatus[status] = times.length
-    p99ByStatus[status] = p(
-      times.sort((a, b) => a - b),
-      0.99,
-    )
-  }
-  const all = answered.map(({ ms }) => ms).sort((a, b) => a - b)
-  return {
-    rps: answered.length / seconds,
-    byStatus,
-    p50: p(all, 0.5),
-    p99: p(all, 0.99),
-    p99ByStatus,
-    timeouts: answers.length - answered.length,
-    sent: answers.length,
-  }
+  return { rps: answered.length / seconds, ...tally(answered), timeouts: answers.length - answered.length, sent: answers.length }
 }
 
 /** A login, tried again on a busy machine (its 503: the password-hashing queue full, or HANDLER_TIMEOUT). */
